@@ -1,0 +1,27 @@
+# Two commands do all the set-up on a fresh machine:
+#   make run    - create .venv, install Apus, open it on the bundled sample vault
+#   make test   - create .venv, install Apus with its test extra, run the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench-index clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --progress-bar off -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/apus --vault assets/sample-vault
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check app tests packaging
+
+clean:
+	rm -rf $(VENV) build dist

@@ -1,0 +1,1 @@
+"""Benchmarks behind `apus bench`: measure, return figures; the CLI prints them."""

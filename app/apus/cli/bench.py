@@ -1,0 +1,85 @@
+"""`apus bench`: figures for indexing, searching and embedding speed."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from apus.cli.context import run_guarded
+
+_CORPUS = click.Path(exists=True, file_okay=False, path_type=Path)
+
+
+@click.group()
+def bench() -> None:
+    """Measure speed and memory (prints figures; never changes the corpus)."""
+
+
+@bench.command("index")
+@click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
+def bench_index(corpus: Path) -> None:
+    """Cold index, no-change re-sync and peak RSS, next to a bare Whoosh writer."""
+
+    def body() -> None:
+        from apus.benchmarks.index_bench import run_index_bench
+
+        click.echo(f"Indexing {corpus} (keyword only, scratch index)…", err=True)
+        r = run_index_bench(corpus)
+        click.echo(f"files                 {r.files}")
+        click.echo(f"chunks                {r.chunks}")
+        click.echo(f"cold index            {r.cold_seconds:.2f} s")
+        click.echo(f"  files/s             {r.files_per_s:.0f}")
+        click.echo(f"  chunks/s            {r.chunks_per_s:.0f}")
+        click.echo(f"  peak RSS            {r.peak_rss_mb:.0f} MB")
+        click.echo(f"no-change re-sync     {r.resync_seconds:.2f} s "
+                   f"(peak RSS {r.resync_peak_rss_mb:.0f} MB)")
+        click.echo(f"bare Whoosh writer    {r.bare_seconds:.2f} s for {r.bare_files} files "
+                   f"(peak RSS {r.bare_peak_rss_mb:.0f} MB)")
+        click.echo(f"overhead vs bare      {r.overhead_ratio:.2f}x")
+
+    run_guarded(body)
+
+
+@bench.command("search")
+@click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
+@click.option("--queries", default=300, show_default=True, help="How many queries to time.")
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    type=click.Choice(["keyword", "vector", "hybrid"]),
+    help="Modes to time (repeatable; default keyword, plus hybrid with --model).",
+)
+@click.option("--model", type=click.Path(exists=True, dir_okay=False), help="A .gguf for hybrid.")
+@click.option("--index-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Keep the index here (reused by the next run) instead of a scratch folder.")
+def bench_search(
+    corpus: Path, queries: int, modes: tuple[str, ...], model: str | None, index_dir: Path | None
+) -> None:
+    """Query latency p50/p95 over many queries sampled from the corpus."""
+
+    def body() -> None:
+        from apus.benchmarks.search_bench import run_search_bench
+
+        chosen = modes or (("keyword", "vector", "hybrid") if model else ("keyword",))
+        with tempfile.TemporaryDirectory(prefix="apus-bench-") as scratch:
+            r = run_search_bench(
+                corpus,
+                index_dir or Path(scratch) / "index",
+                queries=queries,
+                modes=chosen,
+                provider="local" if model else "none",
+                model_path=model or "",
+            )
+        click.echo(f"index: {r.files} files, {r.chunks} chunks (built in {r.index_seconds:.1f} s)")
+        for f in r.figures:
+            legs = ", ".join(f"{k} p50 {v:.1f} ms" for k, v in f.leg_p50_ms.items())
+            click.echo(
+                f"{f.mode:<8} {f.queries} queries  p50 {f.p50_ms:.1f} ms  p95 {f.p95_ms:.1f} ms"
+                f"  mean {f.mean_ms:.1f} ms  ({legs})"
+            )
+        click.echo(f"peak RSS {r.peak_rss_mb:.0f} MB")
+
+    run_guarded(body)

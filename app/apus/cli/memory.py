@@ -1,0 +1,164 @@
+"""`apus memory index|search|status|recall`: the shell and script interface."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from dataclasses import asdict
+from types import FrameType
+from typing import Any
+
+import click
+
+from apus.cli.context import AppContext, run_guarded
+
+
+@click.group()
+def memory() -> None:
+    """Index and search the notes folder."""
+
+
+def _ctx() -> AppContext:
+    return click.get_current_context().find_object(AppContext)  # type: ignore[return-value]
+
+
+def _json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@memory.command()
+@click.option("--force", is_flag=True, help="Re-read every file and rebuild all indexes.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON, no progress bar.")
+def index(force: bool, as_json: bool) -> None:
+    """Build or update the index (only changed files are read again).
+
+    Ctrl-C stops cleanly; what was done is kept and the next run continues from there.
+    """
+
+    def body() -> None:
+        from apus.cli.progress import SyncProgressBar
+        from apus.core import sync_index
+
+        settings = _ctx().settings()
+        cancel = threading.Event()
+        previous = signal.getsignal(signal.SIGINT)
+
+        def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
+            if cancel.is_set():
+                raise KeyboardInterrupt
+            cancel.set()
+
+        signal.signal(signal.SIGINT, on_interrupt)
+        try:
+            with SyncProgressBar(enabled=not as_json) as bar:
+                report = sync_index(settings, force=force, cancel=cancel, progress=bar.update)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if as_json:
+            data = asdict(report)
+            data["skipped"] = [{"path": s.rel_path, "reason": s.reason} for s in report.skipped]
+            _json(data)
+            return
+        if report.cancelled:
+            click.echo("Stopped. Work done so far is saved; run the same command to continue.")
+            raise SystemExit(130)
+        click.echo(
+            f"Indexed {settings.vault_path()}: {report.files} notes, {report.chunks} chunks "
+            f"({report.added} new, {report.changed} changed, {report.renamed} renamed, "
+            f"{report.removed} removed) in {report.seconds:.1f}s."
+        )
+        if report.embedded:
+            click.echo(f"Embedded {report.embedded} chunks.")
+        if report.embed_error:
+            click.secho(f"Embeddings: {report.embed_error}", fg="yellow")
+        if report.skipped:
+            click.echo(f"Skipped {len(report.skipped)} file(s):")
+            for item in report.skipped[:20]:
+                click.echo(f"  {item.rel_path}: {item.reason}")
+            if len(report.skipped) > 20:
+                click.echo("  … see `apus memory status` for the full list")
+
+    run_guarded(body)
+
+
+@memory.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("-n", "--limit", type=click.IntRange(1, 200), help="How many results (default 10).")
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "keyword", "vector"]),
+    default="hybrid",
+    show_default=True,
+    help="Which legs to run.",
+)
+@click.option("--explain", is_flag=True, help="Show how each score was made.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
+def search(query: tuple[str, ...], limit: int | None, mode: str, explain: bool, as_json: bool) -> None:
+    """Search the notes for QUERY (by meaning and by exact words)."""
+
+    def body() -> None:
+        from apus.core import open_searcher
+        from apus.search.engine import SearchOptions
+
+        settings = _ctx().settings()
+        searcher = open_searcher(settings)
+        try:
+            response = searcher.search(
+                " ".join(query), SearchOptions(mode=mode, limit=limit)  # type: ignore[arg-type]
+            )
+        finally:
+            searcher.close()
+        if as_json:
+            _json(
+                {
+                    "query": response.query,
+                    "mode": response.mode,
+                    "legs": {name: asdict(leg) for name, leg in response.legs.items()},
+                    "results": [_hit_json(hit, explain) for hit in response.hits],
+                }
+            )
+            return
+        from apus.cli.render import print_hits
+
+        print_hits(response, explain=explain)
+
+    run_guarded(body)
+
+
+def _hit_json(hit: Any, explain: bool) -> dict[str, Any]:
+    data = {
+        "path": hit.path,
+        "title": hit.title,
+        "start_line": hit.start_line,
+        "end_line": hit.end_line,
+        "heading": hit.heading,
+        "score": hit.score,
+        "snippet": hit.snippet,
+        "highlights": [list(span) for span in hit.highlights],
+        "date": hit.note_date,
+        "legs": list(hit.legs),
+    }
+    if explain:
+        data["explain"] = asdict(hit.explain)
+    return data
+
+
+@memory.command()
+@click.option("--deep", is_flag=True, help="Also probe the embedding provider once.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def status(deep: bool, as_json: bool) -> None:
+    """What is indexed, what was skipped and why, and the state of embeddings."""
+
+    def body() -> None:
+        from apus.core import index_status
+
+        report = index_status(_ctx().settings(), deep=deep)
+        if as_json:
+            _json(report.as_dict())
+            return
+        from apus.cli.render import print_status
+
+        print_status(report)
+
+    run_guarded(body)

@@ -1,0 +1,63 @@
+"""A rich progress bar on stderr for index syncs."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+from apus.index.sync import SyncProgress
+
+_LABELS = {
+    "scan": "Scanning notes",
+    "index": "Reading and chunking",
+    "keyword": "Keyword index",
+    "embed": "Embedding",
+}
+
+
+class SyncProgressBar:
+    def __init__(self, *, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description:<22}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._tasks: dict[str, TaskID] = {}
+
+    def __enter__(self) -> SyncProgressBar:
+        if self.enabled:
+            self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.enabled:
+            self._progress.stop()
+
+    def update(self, event: SyncProgress) -> None:
+        if not self.enabled:
+            return
+        task = self._tasks.get(event.phase)
+        if task is None:
+            task = self._progress.add_task(_LABELS.get(event.phase, event.phase), total=None)
+            self._tasks[event.phase] = task
+        self._progress.update(task, completed=event.done, total=event.total or None)

@@ -1,0 +1,304 @@
+"""Typed settings: defaults < config.toml < APUS_* environment < command-line flags.
+
+Keys in config.toml use the product's camelCase names (`memory.search.extraPaths`); every key
+can also come from the environment as `APUS_<SECTION>__<KEY>` (matched case-insensitively,
+e.g. `APUS_MEMORY__SEARCH__PROVIDER=none`). The file is read with tomllib and written with
+tomlkit so a user's comments survive the setup wizard.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import tomlkit
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from apus import paths
+from apus.errors import ConfigError
+
+ProviderName = Literal["auto", "local", "openai-compatible", "ollama", "lmstudio", "none"]
+ENV_PREFIX = "APUS_"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class LocalSettings(_Section):
+    model_path: str = ""  # a .gguf file to use instead of the catalogue model
+    prefix_scheme: str = ""  # override the family read from the GGUF (e.g. "embeddinggemma")
+    gpu_layers: int = -1  # -1: all layers when llama.cpp reports GPU offload, else CPU
+    context_size: int = 0  # 0: the model's own (capped by the catalogue entry)
+    threads: int = 0  # 0: llama.cpp decides
+    batch_tokens: int = 2048  # tokens packed per embedding request (measured, see README)
+    idle_stop_seconds: int = 900  # stop the managed server after this long unused
+    startup_timeout_seconds: int = 120
+
+
+class RemoteSettings(_Section):
+    base_url: str = ""
+    api_key: str = ""
+    timeout_seconds: float = 60.0
+    batch_size: int = 32
+
+
+class ChunkingSettings(_Section):
+    tokens: int = Field(400, ge=32, le=8192)
+    overlap: int = Field(80, ge=0, le=4096)
+
+
+class MmrSettings(_Section):
+    enabled: bool = True
+    lambda_: float = Field(0.7, ge=0.0, le=1.0, alias="lambda")
+
+
+class TemporalDecaySettings(_Section):
+    enabled: bool = True
+    half_life_days: float = Field(30.0, gt=0)
+
+
+class HybridSettings(_Section):
+    enabled: bool = True
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    candidate_multiplier: int = Field(4, ge=1)
+    mmr: MmrSettings = MmrSettings()
+    temporal_decay: TemporalDecaySettings = TemporalDecaySettings()
+
+
+class QuerySettings(_Section):
+    max_results: int = Field(10, ge=1, le=200)
+    min_score: float = Field(0.35, ge=0.0, le=1.0)
+    candidates: int = Field(200, ge=1, le=1000)
+    hybrid: HybridSettings = HybridSettings()
+
+
+class StoreSettings(_Section):
+    path: str = ""  # index folder override; default: per-vault folder under the data dir
+
+
+class SyncSettings(_Section):
+    watch: bool = True
+    watch_debounce_ms: int = Field(1500, ge=100)
+    max_file_bytes: int = Field(5 * 1024 * 1024, ge=1024)
+
+
+class SearchSettings(_Section):
+    provider: ProviderName = "auto"
+    model: str = ""  # catalogue name (local) or model id (remote); "" = the provider's default
+    fallback: Literal["none", "keyword"] = "keyword"
+    extra_paths: tuple[str, ...] = ()
+    query_input_type: str = ""
+    document_input_type: str = ""
+    local: LocalSettings = LocalSettings()
+    remote: RemoteSettings = RemoteSettings()
+    chunking: ChunkingSettings = ChunkingSettings()
+    query: QuerySettings = QuerySettings()
+    store: StoreSettings = StoreSettings()
+    sync: SyncSettings = SyncSettings()
+
+
+class MemorySettings(_Section):
+    search: SearchSettings = SearchSettings()
+
+
+class TuiSettings(_Section):
+    keys: dict[str, str] = {}  # binding id -> key(s), e.g. {"rebuild_index": "ctrl+r"}
+    theme: str = "textual-dark"
+
+
+class Settings(_Section):
+    vault: str = ""
+    memory: MemorySettings = MemorySettings()
+    tui: TuiSettings = TuiSettings()
+
+    @property
+    def search(self) -> SearchSettings:
+        return self.memory.search
+
+    def vault_path(self) -> Path:
+        """The configured vault, or a ConfigError that says how to pick one."""
+        if not self.vault:
+            raise ConfigError(
+                "No notes folder is configured.",
+                fix="apus --vault PATH ...  (or run `apus setup`)",
+            )
+        return Path(self.vault).expanduser().resolve()
+
+    def index_dir(self) -> Path:
+        return paths.index_dir(self.vault_path(), self.search.store.path or None)
+
+    def extra_roots(self) -> list[Path]:
+        base = self.vault_path()
+        return [(base / Path(p).expanduser()).resolve() for p in self.search.extra_paths]
+
+
+def load_settings(
+    *,
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build the settings from every layer. `overrides` are dotted keys from CLI flags."""
+    file = config_file or paths.config_file()
+    env = os.environ if environ is None else environ
+    layers: dict[str, Any] = {}
+    file_text = ""
+    if file.is_file():
+        file_text = file.read_text(encoding="utf-8")
+        try:
+            _deep_merge(layers, tomllib.loads(file_text))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(
+                f"{file} is not valid TOML: {exc}", fix=f"edit {file} (or delete it)"
+            ) from exc
+        _validate(layers, source=str(file), file_text=file_text)
+    env_layer = _environment_layer(env)
+    _deep_merge(layers, env_layer)
+    _validate(layers, source="the APUS_* environment", file_text="")
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            _deep_merge(layers, _nest(dotted.split("."), value))
+    return _validate(layers, source="the command line", file_text="")
+
+
+def _validate(data: dict[str, Any], *, source: str, file_text: str) -> Settings:
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(part) for part in error["loc"] if not isinstance(part, int))
+        where = source
+        line = _line_of_key(file_text, key) if file_text else None
+        if line:
+            where = f"{source}, line {line}"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown key"
+        raise ConfigError(
+            f"Invalid setting `{key}` in {where}: {message}.",
+            fix=f"correct or remove `{key}` (see the configuration reference in the README)",
+        ) from exc
+
+
+def _line_of_key(text: str, dotted_key: str) -> int | None:
+    """1-based line where a dotted key is set in a TOML text (tables and dotted keys)."""
+    table: list[str] = []
+    target = dotted_key.lower()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        header = re.fullmatch(r"\[\[?\s*([^\]]+?)\s*\]?\]", line)
+        if header:
+            table = [part.strip().strip("\"'") for part in header.group(1).split(".")]
+            if ".".join(table).lower() == target:
+                return number
+            continue
+        match = re.match(r"([A-Za-z0-9_.\"' -]+?)\s*=", line)
+        if match:
+            key = [part.strip().strip("\"'") for part in match.group(1).split(".")]
+            full = ".".join(table + key).lower()
+            if full == target or target.startswith(full + "."):
+                return number
+    return None
+
+
+def _environment_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX) or name == "APUS_CONFIG":
+            continue
+        parts = name[len(ENV_PREFIX) :].split("__")
+        keys = _resolve_env_path(parts)
+        if keys is None:
+            if "__" in name:
+                raise ConfigError(
+                    f"Unknown setting in environment variable {name}.",
+                    fix=f"unset {name} (keys are APUS_<SECTION>__<KEY>, e.g. "
+                    "APUS_MEMORY__SEARCH__PROVIDER)",
+                )
+            continue
+        _deep_merge(layer, _nest(keys, _parse_env_value(raw)))
+    return layer
+
+
+def _resolve_env_path(parts: list[str]) -> list[str] | None:
+    """Map upper-case env segments onto the settings' camelCase keys."""
+    model: type[BaseModel] | None = Settings
+    keys: list[str] = []
+    for index, part in enumerate(parts):
+        if model is None:
+            return None
+        wanted = part.lower().replace("_", "")
+        found = None
+        for name, field in model.model_fields.items():
+            alias = field.alias or name
+            if alias.lower().replace("_", "") == wanted or name.replace("_", "") == wanted:
+                found = (alias, field)
+                break
+        if found is None:
+            return None
+        keys.append(found[0])
+        annotation = found[1].annotation
+        is_section = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+        model = annotation if is_section else None
+        if model is None and index != len(parts) - 1:
+            return None
+    return keys if model is None else None
+
+
+def _parse_env_value(raw: str) -> Any:
+    """TOML syntax when it parses (numbers, booleans, lists), else the plain string."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _nest(keys: list[str], value: Any) -> dict[str, Any]:
+    result: dict[str, Any] = {keys[-1]: value}
+    for key in reversed(keys[:-1]):
+        result = {key: result}
+    return result
+
+
+def _deep_merge(into: dict[str, Any], new: Mapping[str, Any]) -> None:
+    for key, value in new.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _deep_merge(into[key], value)
+        elif isinstance(value, Mapping):
+            into[key] = {}
+            _deep_merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def update_config_file(updates: Mapping[str, Any], *, config_file: Path | None = None) -> Path:
+    """Set dotted keys in config.toml, keeping the user's comments and layout."""
+    file = config_file or paths.config_file()
+    document = tomlkit.parse(file.read_text(encoding="utf-8")) if file.is_file() else None
+    if document is None:
+        document = tomlkit.document()
+        document.add(tomlkit.comment("Apus configuration. Reference: see the README."))
+    for dotted, value in updates.items():
+        keys = dotted.split(".")
+        table: Any = document
+        for key in keys[:-1]:
+            if key not in table:
+                table[key] = tomlkit.table()
+            table = table[key]
+        table[keys[-1]] = value
+    merged = tomllib.loads(tomlkit.dumps(document))
+    _validate(merged, source=str(file), file_text=tomlkit.dumps(document))
+    file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = file.with_suffix(".toml.tmp")
+    tmp.write_text(tomlkit.dumps(document), encoding="utf-8")
+    os.replace(tmp, file)
+    return file

@@ -1,0 +1,282 @@
+"""The domain's front door for the CLI and the TUI: one Indexer/Searcher wiring for both.
+
+It resolves the embedding provider once, hooks the vector stage into the Indexer, gives the
+Searcher its vector leg, and reports the embeddings state that `status` and the UI show.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from apus import paths
+from apus.config import Settings
+from apus.embed.base import (
+    EmbeddingError,
+    EmbeddingIdentity,
+    probe,
+)
+from apus.embed.providers import ProviderResolution, resolve_provider
+from apus.errors import ApusError
+from apus.index.identity import IdentityDecision, decide, record_identity, stored_identity
+from apus.index.lock import WriterLock
+from apus.index.status import IndexStatus, collect_status
+from apus.index.store import Store
+from apus.index.sync import Indexer, ProgressCallback, SyncProgress, SyncReport
+from apus.index.vectors import EmbedProgress, VectorIndex, embed_missing
+from apus.search.engine import Searcher, VectorLeg
+
+REMOTE_PROVIDERS = ("openai-compatible", "ollama", "lmstudio")
+PROBE_BUDGET_REMOTE_S = 60.0  # a remote endpoint that takes longer than this is not usable
+PROBE_BUDGET_LOCAL_S = 300.0  # a cold local server may load a model from a slow disk first
+
+
+class ProviderUnavailableError(ApusError):
+    """An explicitly configured remote provider failed: say so, never degrade silently."""
+
+
+def sync_index(
+    settings: Settings,
+    *,
+    force: bool = False,
+    cancel: threading.Event | None = None,
+    progress: ProgressCallback | None = None,
+    resolution: ProviderResolution | None = None,
+) -> SyncReport:
+    """Update keyword data first (searchable at once), then vectors when embeddings are on."""
+    resolution = resolution or resolve_provider(settings.search)
+    index_dir = settings.index_dir()
+    emit = progress or (lambda _event: None)
+
+    def vector_stage(store: Store, report: SyncReport) -> None:
+        embedder = resolution.embedder
+        if embedder is None:
+            if resolution.state == "keyword-only":
+                report.embed_error = resolution.reason
+            return
+        try:
+            identity = embedder.identity
+        except EmbeddingError as exc:
+            report.embed_error = exc.reason
+            return
+        decision = decide(stored_identity(store), identity)
+        if decision.action == "pause" and not force:
+            report.embed_error = f"{decision.reason}. Fix: {decision.fix}"
+            return
+        started = time.monotonic()
+
+        def on_progress(event: EmbedProgress) -> None:
+            elapsed = time.monotonic() - started
+            eta = elapsed * (event.total - event.done) / event.done if event.done else None
+            emit(SyncProgress("embed", event.done, event.total, eta))
+
+        try:
+            report.embedded = embed_missing(
+                store, embedder, identity, cancel=cancel, progress=on_progress
+            )
+        except EmbeddingError as exc:
+            report.embed_error = (
+                f"embedding failed ({exc.reason}); keyword search is unaffected and the "
+                "remaining chunks are embedded on the next sync"
+            )
+        complete = not store.chunks_missing_vectors(identity.key())
+        if complete:
+            with store.transaction():
+                record_identity(store, identity)
+        if complete or decision.action == "serve":
+            VectorIndex(index_dir).refresh(store, identity)
+
+    return Indexer(settings).sync(
+        force=force, cancel=cancel, progress=progress, after_keyword=vector_stage
+    )
+
+
+class ProviderVectorLeg(VectorLeg):
+    """The Searcher's vector leg: query embedding through the provider, then FAISS."""
+
+    def __init__(self, settings: Settings, resolution: ProviderResolution) -> None:
+        self.settings = settings
+        self.resolution = resolution
+        self.index_dir = settings.index_dir()
+        self.vectors = VectorIndex(self.index_dir)
+        self.strict = settings.search.provider in REMOTE_PROVIDERS
+
+    def identity(self) -> EmbeddingIdentity | None:
+        return None if self.resolution.embedder is None else self.resolution.embedder.identity
+
+    def decision(self) -> IdentityDecision | None:
+        identity = self.identity()
+        if identity is None or not Store.exists(self.index_dir):
+            return None
+        store = Store(self.index_dir, readonly=True)
+        try:
+            return decide(stored_identity(store), identity)
+        finally:
+            store.close()
+
+    def status(self) -> tuple[bool, str]:
+        if self.resolution.embedder is None:
+            return False, self.resolution.reason
+        try:
+            decision = self.decision()
+        except EmbeddingError as exc:
+            if self.strict:
+                raise ProviderUnavailableError(
+                    f"The embedding provider `{self.settings.search.provider}` is unavailable: "
+                    f"{exc.reason}",
+                    fix="apus memory status --deep  (or set memory.search.provider = \"none\")",
+                ) from exc
+            return False, exc.reason
+        if decision is None:
+            return False, "the vault has not been indexed yet (run `apus memory index`)"
+        if decision.action == "serve":
+            return True, ""
+        if decision.action == "pause":
+            return False, f"{decision.reason}. Fix: {decision.fix}"
+        progress = embedding_progress(self.settings, self.identity())
+        return False, f"embeddings are being built ({progress}); keyword results meanwhile"
+
+    def search(self, query: str, k: int) -> dict[int, float]:
+        embedder = self.resolution.embedder
+        assert embedder is not None
+        try:
+            vector = embedder.embed([embedder.query_text(query)], kind="query")[0]
+        except EmbeddingError as exc:
+            if self.strict:
+                raise ProviderUnavailableError(
+                    f"The embedding provider `{self.settings.search.provider}` is unavailable: "
+                    f"{exc.reason}",
+                    fix="apus memory status --deep  (or set memory.search.provider = \"none\")",
+                ) from exc
+            raise
+        return self.vectors.search(vector, k, embedder.identity.key())
+
+
+def embedding_progress(settings: Settings, identity: EmbeddingIdentity | None) -> str:
+    if identity is None or not Store.exists(settings.index_dir()):
+        return "0%"
+    store = Store(settings.index_dir(), readonly=True)
+    try:
+        _, chunks = store.counts()
+        done = store.vector_count(identity.key())
+    finally:
+        store.close()
+    return f"{100 * done // max(chunks, 1)}%"
+
+
+def open_searcher(settings: Settings, *, resolution: ProviderResolution | None = None) -> Searcher:
+    """A Searcher with its vector leg; starts the one-time background re-embed when due."""
+    resolution = resolution or resolve_provider(settings.search)
+    leg = ProviderVectorLeg(settings, resolution) if resolution.embedder is not None else None
+    if leg is not None:
+        try:
+            decision = leg.decision()
+        except EmbeddingError:
+            decision = None
+        if decision is not None and decision.action == "reembed":
+            start_background_sync(settings)
+    return Searcher(settings, vector_leg=leg or _OffLeg(resolution.reason))
+
+
+class _OffLeg(VectorLeg):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def status(self) -> tuple[bool, str]:
+        return False, self.reason
+
+    def search(self, query: str, k: int) -> dict[int, float]:
+        return {}
+
+
+def start_background_sync(settings: Settings) -> bool:
+    """Run `apus memory index` in a detached process unless a writer is already at work."""
+    index_dir = settings.index_dir()
+    if WriterLock(index_dir, settings.vault_path()).is_held_elsewhere():
+        return False
+    if getattr(sys, "frozen", False):
+        command = [sys.executable]
+    else:
+        command = [sys.executable, "-m", "apus.cli"]
+    command += ["--vault", str(settings.vault_path()), "memory", "index", "--json"]
+    log_dir = paths.log_dir()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / "background-index.log", "ab") as log:
+        subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            env=os.environ.copy(),
+        )
+    return True
+
+
+def index_status(settings: Settings, *, deep: bool = False) -> IndexStatus:
+    return collect_status(settings, embeddings_state(settings, deep=deep))
+
+
+def embeddings_state(settings: Settings, *, deep: bool = False) -> dict[str, Any]:
+    """The embeddings line of `status`: ready / rebuilding / keyword-only / paused / off."""
+    resolution = resolve_provider(settings.search)
+    embedder = resolution.embedder
+    if embedder is None:
+        state = "off" if resolution.state == "off" else "keyword-only"
+        return {"state": state, "reason": resolution.reason}
+    info: dict[str, Any] = {}
+    try:
+        leg = ProviderVectorLeg(settings, resolution)
+        identity = embedder.identity
+        decision = leg.decision()
+        info.update(
+            {
+                "provider": identity.provider,
+                "model": identity.model,
+                "dims": identity.dims,
+                "prefix_scheme": identity.prefix_scheme,
+                "identity": identity.key(),
+                "vectors": leg.vectors.count(identity.key()),
+            }
+        )
+        if decision is None:
+            info.update(state="keyword-only", reason="not indexed yet (run `apus memory index`)")
+        elif decision.action == "serve":
+            info["state"] = "ready"
+        elif decision.action == "pause":
+            info.update(state="paused", reason=decision.reason, fix=decision.fix)
+        else:
+            info.update(
+                state="rebuilding",
+                reason=decision.reason or "embedding the vault",
+                progress=embedding_progress(settings, identity),
+            )
+    except EmbeddingError as exc:
+        state = "unavailable" if settings.search.provider in REMOTE_PROVIDERS else "keyword-only"
+        info.update(state=state, reason=exc.reason)
+    if deep:
+        info["describe"] = embedder.describe()
+        budget = (
+            PROBE_BUDGET_REMOTE_S
+            if settings.search.provider in REMOTE_PROVIDERS
+            else PROBE_BUDGET_LOCAL_S
+        )
+        budget = float(os.environ.get("APUS_PROBE_TIMEOUT_S", budget))
+        result = probe(embedder, budget)
+        info["probe"] = {
+            "ok": result.ok,
+            "seconds": round(result.seconds, 3),
+            "dims": result.dims,
+            "error": result.error,
+        }
+        if Store.exists(settings.index_dir()):
+            store = Store(settings.index_dir(), readonly=True)
+            try:
+                info["cache_entries"] = store.cache_size()
+            finally:
+                store.close()
+    return info

@@ -1,0 +1,158 @@
+"""The Embedder protocol, the identity vectors are made with, and the embedding errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from apus.errors import ApusError
+
+EmbedKind = Literal["query", "document"]
+
+
+@dataclass(frozen=True)
+class EmbeddingIdentity:
+    """What a vector depends on; two vectors are comparable only if their identities match."""
+
+    provider: str
+    model: str
+    model_sha256: str
+    prefix_scheme: str
+    dims: int
+
+    def key(self) -> str:
+        """A stable short hash of every field (used in cache keys and index meta)."""
+        canonical = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+class EmbeddingError(ApusError):
+    """Base of the embedding errors; `reason` is already redacted."""
+
+    def __init__(self, reason: str, fix: str | None = None) -> None:
+        self.reason = redact(reason)
+        super().__init__(self.reason, fix)
+
+
+class EmbeddingUnavailable(EmbeddingError):
+    """The provider cannot be started or is not configured (no model, bad GGUF, no URL)."""
+
+
+class EmbeddingRequestError(EmbeddingError):
+    """A request to a provider that was available failed."""
+
+
+class EmbeddingTimeout(EmbeddingRequestError):
+    """A request (or a probe) ran past its time budget."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns already-prefixed texts into L2-normalised float32 vectors."""
+
+    @property
+    def identity(self) -> EmbeddingIdentity: ...
+
+    def query_text(self, query: str) -> str: ...
+
+    def document_text(self, text: str, title: str | None) -> str: ...
+
+    def embed(
+        self, texts: Sequence[str], *, kind: EmbedKind, timeout: float | None = None
+    ) -> np.ndarray: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The outcome of one end-to-end embedding request made to check a provider."""
+
+    ok: bool
+    seconds: float
+    dims: int | None
+    error: str | None
+
+
+PROBE_TEXT = "apus embedding probe"
+
+
+def probe(embedder: Embedder, timeout_s: float) -> ProbeResult:
+    """Embed one query within `timeout_s` seconds, whatever the provider does meanwhile.
+
+    The request runs on a daemon thread so a provider that hangs (a server still loading a
+    model, a remote endpoint that never answers) cannot hold the caller past its budget.
+    """
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            vectors = embedder.embed([embedder.query_text(PROBE_TEXT)], kind="query", timeout=timeout_s)
+            outcome["dims"] = int(vectors.shape[1])
+        except Exception as exc:  # reported, not raised: a probe describes, it never fails
+            outcome["error"] = exc
+
+    started = time.monotonic()
+    worker = threading.Thread(target=run, name="apus-embed-probe", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    seconds = time.monotonic() - started
+    timed_out_message = f"embedding probe timed out after {timeout_s:g}s"
+    if worker.is_alive():
+        return ProbeResult(ok=False, seconds=seconds, dims=None, error=timed_out_message)
+    error = outcome.get("error")
+    if isinstance(error, EmbeddingTimeout):
+        return ProbeResult(ok=False, seconds=seconds, dims=None, error=timed_out_message)
+    if error is not None:
+        reason = error.reason if isinstance(error, EmbeddingError) else redact(str(error))
+        return ProbeResult(ok=False, seconds=seconds, dims=None, error=reason)
+    return ProbeResult(ok=True, seconds=seconds, dims=outcome["dims"], error=None)
+
+
+_SECRET_PATTERNS = (
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"(?i)((?:api[_-]?key|token|secret|password|authorization)\s*[=:]\s*)[^\s&,;\"']+"),
+    re.compile(r"\b(sk|pk|rk|hf|gsk|xai)[-_][A-Za-z0-9_-]{8,}"),
+)
+_registered_secrets: set[str] = set()
+_registered_lock = threading.Lock()
+
+
+def register_secret(secret: str) -> None:
+    """Make `redact` hide this exact value from now on (API keys we hold, server keys)."""
+    if len(secret) >= 4:
+        with _registered_lock:
+            _registered_secrets.add(secret)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Remove API keys and bearer tokens from a message that may reach a user or a log."""
+    with _registered_lock:
+        known = [*_registered_secrets, *secrets]
+    for secret in sorted(known, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "***")
+    text = _SECRET_PATTERNS[0].sub(r"\1***", text)
+    text = _SECRET_PATTERNS[1].sub(r"\1***", text)
+    return _SECRET_PATTERNS[2].sub("***", text)
+
+
+def normalise_rows(vectors: np.ndarray) -> np.ndarray:
+    """L2-normalise each row as float32; an all-zero row stays zero instead of becoming NaN."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2:
+        raise EmbeddingRequestError(f"expected a 2-D batch of vectors, got shape {matrix.shape}")
+    if not np.all(np.isfinite(matrix)):
+        raise EmbeddingRequestError("the provider returned non-finite numbers (NaN or inf)")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)

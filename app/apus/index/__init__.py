@@ -1,0 +1,1 @@
+"""Persistence: SQLite is the source of truth; Whoosh and FAISS are derived from it."""

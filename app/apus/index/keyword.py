@@ -1,0 +1,259 @@
+"""The Whoosh BM25F keyword index, derived from the SQLite store and stamped with its generation."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from whoosh import index as whoosh_index
+from whoosh.analysis import Token, Tokenizer
+from whoosh.fields import ID, TEXT, Schema
+from whoosh.query import Or, Term
+from whoosh.scoring import BM25F
+
+from apus.index.store import ChunkRecord, Store
+from apus.vault.text import ANALYZER_VERSION, tokenize
+
+STAMP_FILE = "apus-stamp.json"
+# Commit a rebuild every this many chunks so a killed rebuild has bounded lost work and memory.
+_REBUILD_COMMIT_EVERY = 20_000
+
+
+class ApusTokenizer(Tokenizer):
+    """Whoosh tokenizer over `apus.vault.text.tokenize`: folded words and CJK bigrams.
+
+    Queries go through the same function, so NFC/NFD spellings and partial CJK text meet.
+    """
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ApusTokenizer)
+
+    def __hash__(self) -> int:
+        return hash(type(self).__name__)
+
+    def __call__(  # type: ignore[override]
+        self,
+        value: str,
+        positions: bool = False,
+        chars: bool = False,
+        keeporiginal: bool = False,
+        removestops: bool = True,
+        start_pos: int = 0,
+        start_char: int = 0,
+        tokenize_: bool = True,
+        mode: str = "",
+        **kwargs: object,
+    ) -> Iterator[Token]:
+        token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
+        for pos, item in enumerate(tokenize(value)):
+            token.text = item.term
+            token.boost = 1.0
+            token.stopped = False
+            if keeporiginal:
+                token.original = value[item.start : item.end]
+            if positions:
+                token.pos = start_pos + pos
+            if chars:
+                token.startchar = start_char + item.start
+                token.endchar = start_char + item.end
+            yield token
+
+
+def _schema() -> Schema:
+    analyzer = ApusTokenizer()
+    # Boosts: a word in the title or file name says more about a note than one in its body.
+    return Schema(
+        chunk_id=ID(stored=True, unique=True),
+        file_id=ID(),
+        path=TEXT(analyzer=analyzer, phrase=False, field_boost=1.5),
+        stem=TEXT(analyzer=analyzer, phrase=False, field_boost=2.0),
+        title=TEXT(analyzer=analyzer, phrase=False, field_boost=2.0),
+        headings=TEXT(analyzer=analyzer, phrase=False, field_boost=1.5),
+        body=TEXT(analyzer=analyzer, phrase=False),
+    )
+
+
+SEARCH_FIELDS = ("path", "stem", "title", "headings", "body")
+
+
+def _document(chunk: ChunkRecord) -> dict[str, str]:
+    base = chunk.path.rsplit("/", 1)[-1]
+    return {
+        "chunk_id": str(chunk.id),
+        "file_id": str(chunk.file_id),
+        "path": chunk.path,
+        "stem": base.rsplit(".", 1)[0],
+        "title": chunk.title,
+        "headings": chunk.heading,
+        "body": chunk.text,
+    }
+
+
+@dataclass(frozen=True)
+class KeywordState:
+    usable: bool  # opens and is from the current analyzer
+    generation: int | None  # the store generation it reflects, None when unknown
+    reason: str  # why it is not usable/current ("" when fine)
+
+
+class KeywordIndex:
+    """Owns the `keyword/` Whoosh directory of one vault index."""
+
+    DIRNAME = "keyword"
+
+    def __init__(self, index_dir: Path) -> None:
+        self.dir = index_dir / self.DIRNAME
+        self._lock = threading.Lock()
+        self._ix: whoosh_index.Index | None = None
+        self._searcher = None
+        self._searcher_generation: int | None = None
+
+    # -- state ------------------------------------------------------------------------
+
+    def state(self) -> KeywordState:
+        stamp = self._read_stamp(self.dir)
+        if stamp is None:
+            return KeywordState(False, None, "keyword index missing")
+        if stamp.get("analyzer") != ANALYZER_VERSION:
+            return KeywordState(False, None, "keyword analyzer changed")
+        try:
+            ix = whoosh_index.open_dir(str(self.dir))
+            ix.doc_count()
+            ix.close()
+        except Exception as exc:  # Whoosh raises many types for damaged files
+            return KeywordState(False, None, f"keyword index damaged ({type(exc).__name__})")
+        return KeywordState(True, int(stamp.get("generation", -1)), "")
+
+    def size_bytes(self) -> int:
+        if not self.dir.is_dir():
+            return 0
+        return sum(p.stat().st_size for p in self.dir.iterdir() if p.is_file())
+
+    @staticmethod
+    def _read_stamp(directory: Path) -> dict[str, int] | None:
+        try:
+            return json.loads((directory / STAMP_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    @staticmethod
+    def _write_stamp(directory: Path, generation: int) -> None:
+        tmp = directory / (STAMP_FILE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump({"generation": generation, "analyzer": ANALYZER_VERSION}, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, directory / STAMP_FILE)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def rebuild(
+        self,
+        store: Store,
+        *,
+        cancel: threading.Event | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        """Build a fresh index from the store in a shadow folder, then swap it in."""
+        generation = store.generation()
+        _, total = store.counts()
+        shadow = self.dir.with_name(self.DIRNAME + ".new")
+        shutil.rmtree(shadow, ignore_errors=True)
+        shadow.mkdir(parents=True)
+        ix = whoosh_index.create_in(str(shadow), _schema())
+        writer = ix.writer(limitmb=256)
+        done = 0
+        try:
+            for chunk in store.iter_chunks():
+                if cancel is not None and cancel.is_set():
+                    raise InterruptedError("keyword rebuild cancelled")
+                writer.add_document(**_document(chunk))
+                done += 1
+                if done % _REBUILD_COMMIT_EVERY == 0:
+                    writer.commit(merge=False)
+                    writer = ix.writer(limitmb=256)
+                if progress is not None and done % 1000 == 0:
+                    progress(done, total)
+            writer.commit()
+        except BaseException:
+            writer.cancel()
+            ix.close()
+            shutil.rmtree(shadow, ignore_errors=True)
+            raise
+        ix.close()
+        self._write_stamp(shadow, generation)
+        self._swap_in(shadow)
+        if progress is not None:
+            progress(done, total)
+
+    def _swap_in(self, shadow: Path) -> None:
+        with self._lock:
+            self._close_searcher()
+            old = self.dir.with_name(self.DIRNAME + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            if self.dir.exists():
+                os.replace(self.dir, old)
+            os.replace(shadow, self.dir)
+            shutil.rmtree(old, ignore_errors=True)
+
+    def apply(
+        self,
+        *,
+        remove_file_ids: Iterable[int],
+        add_chunks: Iterable[ChunkRecord],
+        generation: int,
+    ) -> None:
+        """Apply one committed store change: drop files' chunks, add new ones, stamp."""
+        ix = whoosh_index.open_dir(str(self.dir))
+        writer = ix.writer(limitmb=128)
+        try:
+            for file_id in remove_file_ids:
+                writer.delete_by_term("file_id", str(file_id))
+            for chunk in add_chunks:
+                writer.add_document(**_document(chunk))
+            writer.commit()
+        except BaseException:
+            writer.cancel()
+            raise
+        finally:
+            ix.close()
+        self._write_stamp(self.dir, generation)
+
+    # -- searching ----------------------------------------------------------------------
+
+    def search(self, terms: list[str], limit: int, generation: int) -> list[tuple[int, float]]:
+        """Chunk ids and BM25F scores for chunks matching any of the folded terms."""
+        if not terms:
+            return []
+        with self._lock:
+            searcher = self._current_searcher(generation)
+            query = Or([Term(field, term) for field in SEARCH_FIELDS for term in terms])
+            hits = searcher.search(query, limit=limit)
+            return [(int(hit["chunk_id"]), float(hit.score)) for hit in hits]
+
+    def _current_searcher(self, generation: int):  # type: ignore[no-untyped-def]
+        if self._searcher is not None and self._searcher_generation == generation:
+            return self._searcher
+        self._close_searcher()
+        self._ix = whoosh_index.open_dir(str(self.dir))
+        self._searcher = self._ix.searcher(weighting=BM25F())
+        self._searcher_generation = generation
+        return self._searcher
+
+    def _close_searcher(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+        if self._ix is not None:
+            self._ix.close()
+        self._searcher = None
+        self._ix = None
+        self._searcher_generation = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_searcher()

@@ -1,0 +1,424 @@
+"""The SQLite store: files, chunks, skipped files, embedding cache and meta (WAL, migrations)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from apus.errors import IndexCorruptError
+from apus.vault.chunk import Chunk
+
+SCHEMA_VERSION = 1
+
+# Each entry migrates from version N-1 to N; append, never edit, so old stores upgrade in order.
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE files (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL UNIQUE,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        title TEXT NOT NULL,
+        note_date TEXT,
+        importance REAL,
+        triggers TEXT NOT NULL DEFAULT '[]',
+        chunking TEXT NOT NULL,
+        replaced_utf8 INTEGER NOT NULL DEFAULT 0,
+        indexed_at REAL NOT NULL
+    );
+    CREATE INDEX files_sha ON files(sha256);
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        ordinal INTEGER NOT NULL,
+        start_line INTEGER NOT NULL,
+        end_line INTEGER NOT NULL,
+        heading TEXT NOT NULL,
+        text TEXT NOT NULL,
+        tokens INTEGER NOT NULL
+    );
+    CREATE INDEX chunks_file ON chunks(file_id);
+    CREATE TABLE skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
+    -- files indexed with a caveat (e.g. invalid UTF-8 replaced) are in files.replaced_utf8
+    CREATE TABLE embedding_cache (
+        key TEXT PRIMARY KEY,
+        dims INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        created REAL NOT NULL
+    );
+    CREATE TABLE chunk_vectors (
+        chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+        identity TEXT NOT NULL,
+        cache_key TEXT NOT NULL
+    );
+    """,
+)
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    title: str
+    note_date: str | None
+    importance: float | None
+    triggers: tuple[str, ...]
+    chunking: str
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    id: int
+    file_id: int
+    path: str
+    title: str
+    ordinal: int
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+    tokens: int
+    note_date: str | None
+    importance: float | None
+
+
+@dataclass(frozen=True)
+class NewFile:
+    """A note ready to be written: its metadata and chunks."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    title: str
+    note_date: str | None
+    importance: float | None
+    triggers: tuple[str, ...]
+    chunking: str
+    replaced_utf8: bool
+    chunks: Sequence[Chunk]
+
+
+class Store:
+    """Owns one vault's SQLite database. Not shared between threads: open one per thread."""
+
+    FILENAME = "apus.sqlite"
+
+    def __init__(self, index_dir: Path, *, readonly: bool = False) -> None:
+        self.path = index_dir / self.FILENAME
+        self.readonly = readonly
+        if not readonly:
+            index_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            if readonly:
+                uri = f"{self.path.resolve().as_uri()}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            else:
+                self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._db.execute("PRAGMA busy_timeout = 10000")
+            if not readonly:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            if not readonly:
+                self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise IndexCorruptError(
+                f"The index database {self.path} cannot be read ({exc}).",
+                fix="apus memory index --force",
+            ) from exc
+
+    @classmethod
+    def exists(cls, index_dir: Path) -> bool:
+        return (index_dir / cls.FILENAME).is_file()
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- schema -------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise IndexCorruptError(
+                f"The index at {self.path} was written by a newer Apus (schema {version}).",
+                fix="upgrade Apus, or rebuild with `apus memory index --force`",
+            )
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with self._db:
+                self._db.executescript(_MIGRATIONS[target - 1])
+                self._db.execute(f"PRAGMA user_version = {target}")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._db:
+            yield
+
+    # -- meta ---------------------------------------------------------------------------
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._db.execute(
+            "INSERT INTO meta(key, value) VALUES(?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def generation(self) -> int:
+        return int(self.get_meta("generation", "0") or 0)
+
+    def bump_generation(self) -> int:
+        new = self.generation() + 1
+        self.set_meta("generation", str(new))
+        return new
+
+    # -- files and chunks ---------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        rows = self._db.execute(
+            "SELECT id, path, size, mtime_ns, sha256, title, note_date, importance, triggers, "
+            "chunking FROM files"
+        )
+        return {row[1]: _file_record(row) for row in rows}
+
+    def file_by_path(self, path: str) -> FileRecord | None:
+        row = self._db.execute(
+            "SELECT id, path, size, mtime_ns, sha256, title, note_date, importance, triggers, "
+            "chunking FROM files WHERE path = ?",
+            (path,),
+        ).fetchone()
+        return _file_record(row) if row else None
+
+    def add_file(self, new: NewFile) -> tuple[int, list[int]]:
+        """Insert (or replace) a file and its chunks; returns file id and chunk ids."""
+        self._db.execute("DELETE FROM files WHERE path = ?", (new.path,))
+        cursor = self._db.execute(
+            "INSERT INTO files(path, size, mtime_ns, sha256, title, note_date, importance, "
+            "triggers, chunking, replaced_utf8, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                new.path,
+                new.size,
+                new.mtime_ns,
+                new.sha256,
+                new.title,
+                new.note_date,
+                new.importance,
+                json.dumps(list(new.triggers), ensure_ascii=False),
+                new.chunking,
+                int(new.replaced_utf8),
+                time.time(),
+            ),
+        )
+        file_id = int(cursor.lastrowid or 0)
+        chunk_ids: list[int] = []
+        for chunk in new.chunks:
+            cur = self._db.execute(
+                "INSERT INTO chunks(file_id, ordinal, start_line, end_line, heading, text, tokens)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (
+                    file_id,
+                    chunk.ordinal,
+                    chunk.start_line,
+                    chunk.end_line,
+                    " > ".join(chunk.heading_path),
+                    chunk.text,
+                    chunk.tokens,
+                ),
+            )
+            chunk_ids.append(int(cur.lastrowid or 0))
+        return file_id, chunk_ids
+
+    def delete_files(self, file_ids: Iterable[int]) -> None:
+        self._db.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in file_ids])
+
+    def rename_file(self, file_id: int, new_path: str, size: int, mtime_ns: int) -> None:
+        self._db.execute(
+            "UPDATE files SET path = ?, size = ?, mtime_ns = ? WHERE id = ?",
+            (new_path, size, mtime_ns, file_id),
+        )
+
+    def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:
+        self._db.execute(
+            "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id)
+        )
+
+    def chunk_ids_of_files(self, file_ids: Sequence[int]) -> list[int]:
+        ids: list[int] = []
+        for start in range(0, len(file_ids), 500):
+            part = file_ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            ids.extend(
+                row[0]
+                for row in self._db.execute(
+                    f"SELECT id FROM chunks WHERE file_id IN ({marks})", part
+                )
+            )
+        return ids
+
+    _CHUNK_SELECT = (
+        "SELECT c.id, c.file_id, f.path, f.title, c.ordinal, c.start_line, c.end_line, "
+        "c.heading, c.text, c.tokens, f.note_date, f.importance "
+        "FROM chunks c JOIN files f ON f.id = c.file_id"
+    )
+
+    def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRecord]:
+        result: dict[int, ChunkRecord] = {}
+        for start in range(0, len(chunk_ids), 500):
+            part = list(chunk_ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for row in self._db.execute(f"{self._CHUNK_SELECT} WHERE c.id IN ({marks})", part):
+                result[row[0]] = ChunkRecord(*row)
+        return result
+
+    def iter_chunks(self, file_ids: Sequence[int] | None = None) -> Iterator[ChunkRecord]:
+        if file_ids is None:
+            for row in self._db.execute(f"{self._CHUNK_SELECT} ORDER BY c.id"):
+                yield ChunkRecord(*row)
+            return
+        for start in range(0, len(file_ids), 500):
+            part = list(file_ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            query = f"{self._CHUNK_SELECT} WHERE c.file_id IN ({marks}) ORDER BY c.id"
+            for row in self._db.execute(query, part):
+                yield ChunkRecord(*row)
+
+    def first_chunk_of_files(self, file_ids: Sequence[int]) -> dict[int, ChunkRecord]:
+        result: dict[int, ChunkRecord] = {}
+        for start in range(0, len(file_ids), 500):
+            part = list(file_ids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            query = f"{self._CHUNK_SELECT} WHERE c.file_id IN ({marks}) AND c.ordinal = 0"
+            for row in self._db.execute(query, part):
+                record = ChunkRecord(*row)
+                result[record.file_id] = record
+        return result
+
+    def files_named(self, folded_names: Sequence[str]) -> list[FileRecord]:
+        """Files whose path, basename or stem equals one of the (lower-cased) names."""
+        if not folded_names:
+            return []
+        rows = self._db.execute(
+            "SELECT id, path, size, mtime_ns, sha256, title, note_date, importance, triggers, "
+            "chunking FROM files"
+        )
+        wanted = set(folded_names)
+        found = []
+        for row in rows:
+            path = row[1].lower()
+            base = path.rsplit("/", 1)[-1]
+            stem = base.rsplit(".", 1)[0]
+            if path in wanted or base in wanted or stem in wanted:
+                found.append(_file_record(row))
+        return found
+
+    def counts(self) -> tuple[int, int]:
+        files = self._db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+        chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        return int(files), int(chunks)
+
+    # -- skipped files ------------------------------------------------------------------
+
+    def replace_skipped(self, skipped: Iterable[tuple[str, str]]) -> None:
+        self._db.execute("DELETE FROM skipped")
+        self._db.executemany("INSERT OR REPLACE INTO skipped(path, reason) VALUES (?, ?)", skipped)
+
+    def skipped(self) -> list[tuple[str, str]]:
+        rows = self._db.execute("SELECT path, reason FROM skipped ORDER BY path")
+        return [(str(path), str(reason)) for path, reason in rows]
+
+    def files_with_replaced_utf8(self) -> list[str]:
+        rows = self._db.execute("SELECT path FROM files WHERE replaced_utf8 = 1 ORDER BY path")
+        return [str(row[0]) for row in rows]
+
+    # -- embeddings ---------------------------------------------------------------------
+
+    def cached_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(keys), 500):
+            part = list(keys[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for key, dims, blob in self._db.execute(
+                f"SELECT key, dims, vector FROM embedding_cache WHERE key IN ({marks})", part
+            ):
+                found[key] = np.frombuffer(blob, dtype=np.float32, count=dims)
+        return found
+
+    def put_vectors(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        now = time.time()
+        self._db.executemany(
+            "INSERT OR REPLACE INTO embedding_cache(key, dims, vector, created) VALUES (?,?,?,?)",
+            [
+                (key, int(vec.shape[0]), np.ascontiguousarray(vec, np.float32).tobytes(), now)
+                for key, vec in items
+            ],
+        )
+
+    def set_chunk_vectors(self, rows: Iterable[tuple[int, str, str]]) -> None:
+        self._db.executemany(
+            "INSERT OR REPLACE INTO chunk_vectors(chunk_id, identity, cache_key) VALUES (?,?,?)",
+            rows,
+        )
+
+    def clear_chunk_vectors(self) -> None:
+        self._db.execute("DELETE FROM chunk_vectors")
+
+    def chunks_missing_vectors(self, identity_key: str) -> list[int]:
+        rows = self._db.execute(
+            "SELECT c.id FROM chunks c LEFT JOIN chunk_vectors v "
+            "ON v.chunk_id = c.id AND v.identity = ? WHERE v.chunk_id IS NULL ORDER BY c.id",
+            (identity_key,),
+        )
+        return [row[0] for row in rows]
+
+    def vectors_for_identity(self, identity_key: str) -> Iterator[tuple[int, np.ndarray]]:
+        rows = self._db.execute(
+            "SELECT v.chunk_id, e.dims, e.vector FROM chunk_vectors v "
+            "JOIN embedding_cache e ON e.key = v.cache_key WHERE v.identity = ? "
+            "ORDER BY v.chunk_id",
+            (identity_key,),
+        )
+        for chunk_id, dims, blob in rows:
+            yield chunk_id, np.frombuffer(blob, dtype=np.float32, count=dims)
+
+    def vector_count(self, identity_key: str) -> int:
+        row = self._db.execute(
+            "SELECT COUNT(*) FROM chunk_vectors WHERE identity = ?", (identity_key,)
+        ).fetchone()
+        return int(row[0])
+
+    def cache_size(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0])
+
+
+def _file_record(row: Sequence[object]) -> FileRecord:
+    return FileRecord(
+        id=int(row[0]),  # type: ignore[arg-type]
+        path=str(row[1]),
+        size=int(row[2]),  # type: ignore[arg-type]
+        mtime_ns=int(row[3]),  # type: ignore[arg-type]
+        sha256=str(row[4]),
+        title=str(row[5]),
+        note_date=row[6] if row[6] is None else str(row[6]),
+        importance=None if row[7] is None else float(row[7]),  # type: ignore[arg-type]
+        triggers=tuple(json.loads(str(row[8]))),
+        chunking=str(row[9]),
+    )

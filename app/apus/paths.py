@@ -1,0 +1,94 @@
+"""Every on-disk location Apus uses; nothing else decides a path.
+
+Locations follow the platform conventions through platformdirs, which honours the XDG
+variables (XDG_DATA_HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME, XDG_STATE_HOME, XDG_RUNTIME_DIR)
+on Linux, so tests and scripts can isolate them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "apus"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def config_dir() -> Path:
+    return platformdirs.user_config_path(APP_NAME)
+
+
+def config_file() -> Path:
+    override = os.environ.get("APUS_CONFIG")
+    return Path(override).expanduser() if override else config_dir() / "config.toml"
+
+
+def data_dir() -> Path:
+    return platformdirs.user_data_path(APP_NAME)
+
+
+def cache_dir() -> Path:
+    return platformdirs.user_cache_path(APP_NAME)
+
+
+def log_dir() -> Path:
+    return platformdirs.user_log_path(APP_NAME)
+
+
+def models_dir() -> Path:
+    """Where downloaded model files live (large, re-downloadable: a cache)."""
+    return cache_dir() / "models"
+
+
+def runtime_dir() -> Path:
+    """Per-user runtime files (the managed server's state file); private to the user."""
+    path = platformdirs.user_runtime_path(APP_NAME)
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError:
+        # No usable XDG_RUNTIME_DIR (e.g. a bare container): fall back to the state dir.
+        path = platformdirs.user_state_path(APP_NAME) / "run"
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def vault_key(vault: Path) -> str:
+    """A stable short name for a vault, from its resolved path."""
+    resolved = str(vault.expanduser().resolve())
+    return hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:16]
+
+
+def index_dir(vault: Path, override: str | os.PathLike[str] | None = None) -> Path:
+    """The folder holding one vault's SQLite store and derived indexes."""
+    if override:
+        return Path(override).expanduser()
+    return data_dir() / "indexes" / vault_key(vault)
+
+
+def _shipped_dir(name: str) -> Path:
+    """A folder shipped with Apus: inside the wheel/binary, or at the repo root in a checkout."""
+    frozen_root = getattr(sys, "_MEIPASS", None)
+    candidates = [_PACKAGE_DIR / "_data" / name, _PACKAGE_DIR.parent.parent / name]
+    if frozen_root:
+        candidates.insert(0, Path(frozen_root) / "apus" / "_data" / name)
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    return candidates[-1]
+
+
+def bundled_models_dir() -> Path:
+    """Model manifests (`models/*.toml`)."""
+    return _shipped_dir("models")
+
+
+def assets_dir() -> Path:
+    return _shipped_dir("assets")
+
+
+def sample_vault_dir() -> Path:
+    return assets_dir() / "sample-vault"

@@ -1,0 +1,1 @@
+"""Query -> ranked results: both retrieval legs, merge, ranking and diversity."""

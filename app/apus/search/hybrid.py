@@ -1,0 +1,107 @@
+"""Score normalisation for the vector and keyword legs and their weighted merge."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+# Product defaults: meaning leads, exact terms still count.
+DEFAULT_VECTOR_WEIGHT = 0.7
+DEFAULT_TEXT_WEIGHT = 0.3
+
+
+def _unit(value: float) -> float:
+    """Clamp to [0, 1]; NaN counts as 0 so one bad score cannot poison a sort."""
+    if math.isnan(value):
+        return 0.0
+    return min(max(value, 0.0), 1.0)
+
+
+def normalise_weights(vector_weight: float, text_weight: float) -> tuple[float, float]:
+    """Clamp both weights to [0, 1] and rescale them to sum to 1.
+
+    Both zero would make every merged score 0 (and nothing could pass `minScore`), which is
+    never what a user means, so that case falls back to the documented 0.7 / 0.3 defaults
+    instead of dividing by zero.
+    """
+    wv, wt = _unit(vector_weight), _unit(text_weight)
+    total = wv + wt
+    if total == 0.0:
+        return DEFAULT_VECTOR_WEIGHT, DEFAULT_TEXT_WEIGHT
+    return wv / total, wt / total
+
+
+def normalise_vector_scores(scores: Mapping[K, float]) -> dict[K, float]:
+    """Cosine similarity clamped to [0, 1].
+
+    The absolute scale is kept (no per-query rescaling), so `minScore` means the same
+    similarity for every query; negative similarity is as good as unrelated.
+    """
+    return {key: _unit(value) for key, value in scores.items()}
+
+
+def normalise_text_scores(scores: Mapping[K, float]) -> dict[K, float]:
+    """BM25 scores divided by the best score in the set (best = 1.0).
+
+    BM25 has no absolute scale, so only ratios within one query mean anything. Dividing by
+    the maximum keeps those ratios; min-max would push the weakest candidate to 0 even when it
+    matched almost as well as the best. With no positive score there is nothing to scale by
+    and every candidate gets 0.
+    """
+    best = max(scores.values(), default=0.0)
+    if math.isnan(best) or best <= 0.0:
+        return dict.fromkeys(scores, 0.0)
+    return {key: _unit(value / best) for key, value in scores.items()}
+
+
+@dataclass(frozen=True)
+class MergedScore(Generic[K]):
+    """One candidate's scores from each leg (raw is None when that leg did not find it)."""
+
+    key: K
+    vector_raw: float | None
+    vector_norm: float
+    text_raw: float | None
+    text_norm: float
+    merged: float
+
+
+def merge_legs(
+    vector: Mapping[K, float] | None,
+    text: Mapping[K, float] | None,
+    vector_weight: float = DEFAULT_VECTOR_WEIGHT,
+    text_weight: float = DEFAULT_TEXT_WEIGHT,
+) -> dict[K, MergedScore[K]]:
+    """Merge the two legs' raw scores into `wv·v + wt·t` over the union of their keys.
+
+    A key missing from one leg scores 0 there, also when that leg ran and found nothing. A
+    leg that did not run at all (`None`) leaves the other leg alone with weight 1: otherwise
+    keyword-only search would cap every result at the text weight (0.3 by default) and no
+    result could reach an ordinary `minScore`.
+    """
+    v_norm = normalise_vector_scores(vector or {})
+    t_norm = normalise_text_scores(text or {})
+    if vector is None:
+        wv, wt = 0.0, 1.0
+    elif text is None:
+        wv, wt = 1.0, 0.0
+    else:
+        wv, wt = normalise_weights(vector_weight, text_weight)
+
+    merged: dict[K, MergedScore[K]] = {}
+    for key in (*v_norm, *(k for k in t_norm if k not in v_norm)):
+        v = v_norm.get(key, 0.0)
+        t = t_norm.get(key, 0.0)
+        merged[key] = MergedScore(
+            key=key,
+            vector_raw=vector.get(key) if vector is not None else None,
+            vector_norm=v,
+            text_raw=text.get(key) if text is not None else None,
+            text_norm=t,
+            merged=wv * v + wt * t,
+        )
+    return merged

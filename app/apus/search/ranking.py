@@ -1,0 +1,146 @@
+"""Deterministic ranking passes: recency decay, importance multiplier and path tiers."""
+
+from __future__ import annotations
+
+import enum
+import math
+import posixpath
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from itertools import islice
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# Product default: a dated note from a month ago keeps half its weight.
+DEFAULT_HALF_LIFE_DAYS = 30.0
+
+# Importance 5 of 1..10 is neutral: 0.75 + 0.05·5 = 1.0, so the range spans 0.8..1.25.
+_IMPORTANCE_BASE = 0.75
+_IMPORTANCE_STEP = 0.05
+_IMPORTANCE_MIN = 1
+_IMPORTANCE_MAX = 10
+
+# A one-character query is a substring of nearly every path; it says nothing about the file.
+_MIN_PARTIAL_LEN = 2
+
+
+def recency_factor(
+    note_date: date | None,
+    today: date,
+    half_life_days: float = DEFAULT_HALF_LIFE_DAYS,
+    enabled: bool = True,
+) -> float:
+    """`0.5 ** (age_days / half_life_days)`; 1.0 for evergreen notes or when disabled.
+
+    A note dated in the future has age 0 (a plan for next week is as fresh as today's note,
+    never fresher).
+    """
+    if not enabled or note_date is None:
+        return 1.0
+    if not half_life_days > 0:
+        raise ValueError(f"half_life_days must be positive, got {half_life_days!r}")
+    age_days = max((today - note_date).days, 0)
+    return 0.5 ** (age_days / half_life_days)
+
+
+def importance_factor(importance: float | None) -> float:
+    """`0.75 + 0.05·importance` for importance in 1..10; anything else is neutral (1.0).
+
+    Frontmatter is user-written, so out-of-range, non-numeric and boolean values (YAML turns
+    `importance: yes` into True) are ignored rather than trusted.
+    """
+    if isinstance(importance, bool) or not isinstance(importance, int | float):
+        return 1.0
+    if math.isnan(importance) or not _IMPORTANCE_MIN <= importance <= _IMPORTANCE_MAX:
+        return 1.0
+    return _IMPORTANCE_BASE + _IMPORTANCE_STEP * importance
+
+
+class PathTier(enum.IntEnum):
+    """How a query matches a note's relative path; higher tiers rank ahead of lower ones."""
+
+    NONE = 0
+    PARTIAL = 1
+    STEM = 2
+    BASENAME = 3
+    EXACT = 4
+
+
+def _fold(text: str) -> str:
+    """Case- and accent-insensitive form in which NFC and NFD spellings compare equal."""
+    decomposed = unicodedata.normalize("NFD", text)
+    stripped = "".join(ch for ch in decomposed if unicodedata.category(ch) != "Mn")
+    return unicodedata.normalize("NFC", stripped.casefold())
+
+
+def _normalise_path(text: str) -> str:
+    """Folded, trimmed, forward-slashed path without a leading `./`."""
+    path = _fold(text).strip().replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+def path_tier(query: str, rel_path: str) -> PathTier:
+    """Classify how `query` names `rel_path`: exact > basename > stem > partial > none."""
+    q = _normalise_path(query)
+    path = _normalise_path(rel_path)
+    if not q or not path:
+        return PathTier.NONE
+    if q == path:
+        return PathTier.EXACT
+    basename = posixpath.basename(path)
+    if q == basename:
+        return PathTier.BASENAME
+    if q == posixpath.splitext(basename)[0]:
+        return PathTier.STEM
+    if len(q) >= _MIN_PARTIAL_LEN and (q in path or all(word in path for word in q.split())):
+        return PathTier.PARTIAL
+    return PathTier.NONE
+
+
+@dataclass(frozen=True)
+class RankFactors:
+    """The multipliers and tier applied to one candidate's merged score."""
+
+    recency: float
+    importance: float
+    tier: PathTier
+
+
+def final_score(merged: float, factors: RankFactors) -> float:
+    """Hybrid relevance × recency decay × importance multiplier (the tier only orders)."""
+    return merged * factors.recency * factors.importance
+
+
+def rank_key(final: float, tier: PathTier) -> tuple[int, float]:
+    """Ascending sort key: higher path tier first, then higher score."""
+    return (-int(tier), -final)
+
+
+def select_with_min_score(
+    items: Sequence[T],
+    *,
+    score: Callable[[T], float],
+    is_keyword_match: Callable[[T], bool],
+    min_score: float,
+    limit: int,
+) -> list[T]:
+    """Apply `minScore` to best-first `items` without losing keyword matches.
+
+    Items scoring at least `min_score` are taken first (up to `limit`); any slots left are
+    filled with keyword matches below the threshold, in order. When nothing passes, that fill
+    is exactly "keep the keyword matches". Semantic-only items below `min_score` are never
+    returned. The result keeps the input's best-first order.
+    """
+    if limit <= 0:
+        return []
+    chosen = [i for i, item in enumerate(items) if score(item) >= min_score][:limit]
+    if len(chosen) < limit:
+        taken = set(chosen)
+        fill = (i for i, item in enumerate(items) if i not in taken and is_keyword_match(item))
+        chosen.extend(islice(fill, limit - len(chosen)))
+    return [items[i] for i in sorted(chosen)]

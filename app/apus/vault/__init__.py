@@ -1,0 +1,1 @@
+"""Files -> notes -> chunks. Pure: no I/O beyond reading the vault."""

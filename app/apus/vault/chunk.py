@@ -1,0 +1,287 @@
+"""Token-budgeted, structure-aware chunks with overlap and file line ranges."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+from apus.vault.markdown import FenceTracker, ParsedNote, heading, split_lines
+from apus.vault.text import count_tokens
+
+# Bump when chunk boundaries change: stored chunks from another version are re-made.
+CHUNKING_VERSION = 1
+
+# Cutting a chunk early at a heading is worth it only while the chunk stays at least this
+# full; otherwise notes with many short sections would become many tiny chunks.
+_HEADING_CUT_MIN_FILL = 0.5
+
+
+@dataclass(frozen=True)
+class Chunk:
+    ordinal: int  # 0-based position within the note
+    text: str
+    start_line: int  # 1-based, inclusive, line numbers of the file
+    end_line: int
+    heading_path: tuple[str, ...]  # e.g. ("Project Apus", "Design")
+    tokens: int
+
+
+@dataclass(frozen=True)
+class _Block:
+    """Lines [start, end) of the body that belong together: a heading, fence or paragraph."""
+
+    start: int
+    end: int
+    is_heading: bool = False
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """The unit of packing: a whole block, one line of a block too big for a chunk, the
+    overlap carried from the previous chunk, or (`part` set) a slice of one huge line."""
+
+    start: int
+    end: int
+    tokens: int
+    is_heading: bool = False
+    is_overlap: bool = False
+    part: str | None = None
+
+
+class _LineTokens:
+    """Token counts of single lines, computed only for lines that need them."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self._lines = lines
+        self._counts: list[int | None] = [None] * len(lines)
+
+    def __getitem__(self, index: int) -> int:
+        count = self._counts[index]
+        if count is None:
+            count = self._counts[index] = count_tokens(self._lines[index])
+        return count
+
+
+def _blocks(lines: list[str]) -> tuple[list[_Block], list[tuple[str, ...]]]:
+    """The blocks of the body, and the heading path in effect at each line."""
+    blocks: list[_Block] = []
+    paths: list[tuple[str, ...]] = []
+    stack: list[tuple[int, str]] = []
+    path: tuple[str, ...] = ()
+    fences = FenceTracker()
+    open_start: int | None = None  # first line of the paragraph or fence being read
+
+    def close(end: int) -> None:
+        nonlocal open_start
+        if open_start is not None:
+            blocks.append(_Block(open_start, end))
+            open_start = None
+
+    for index, line in enumerate(lines):
+        if fences.inside:
+            fences.feed(line)
+            paths.append(path)
+            if not fences.inside:
+                close(index + 1)
+            continue
+        if fences.feed(line):
+            close(index)
+            open_start = index
+            paths.append(path)
+            continue
+        found = heading(line)
+        if found is not None:
+            close(index)
+            level, title = found
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            if title:
+                stack.append((level, title))
+            path = tuple(text for _, text in stack)
+            blocks.append(_Block(index, index + 1, is_heading=True))
+        elif not line.strip():
+            close(index)
+        elif open_start is None:
+            open_start = index
+        paths.append(path)
+    close(len(lines))
+    return blocks, paths
+
+
+def _fitting_end(line: str, start: int, budget: int, guess: int) -> int:
+    """The largest end such that line[start:end] costs at most `budget` (at least one char).
+
+    Token counts only grow as a prefix grows, so a galloping then binary search is exact.
+    """
+    size = len(line)
+    fits, too_long = start + 1, size + 1
+    probe = min(start + max(guess, 1), size)
+    while probe > fits:
+        if count_tokens(line[start:probe]) <= budget:
+            fits = probe
+            if probe == size:
+                return size
+            probe = min(start + 2 * (probe - start), size)
+        else:
+            too_long = probe
+            break
+    while too_long - fits > 1:
+        middle = (fits + too_long) // 2
+        if count_tokens(line[start:middle]) <= budget:
+            fits = middle
+        else:
+            too_long = middle
+    return fits
+
+
+def _split_line(line: str, budget: int) -> list[str]:
+    """Slices of one over-long line (minified text, CJK without breaks), each within budget."""
+    parts: list[str] = []
+    start, guess = 0, budget
+    while start < len(line):
+        end = _fitting_end(line, start, budget, guess)
+        if end < len(line):
+            # Prefer to cut after a space in the later half, and never before a combining
+            # mark, so words and characters stay whole where the budget allows.
+            space = line.rfind(" ", start + (end - start) // 2, end)
+            if space != -1:
+                end = space + 1
+            while end - start > 1 and unicodedata.category(line[end])[0] == "M":
+                end -= 1
+        parts.append(line[start:end])
+        guess = end - start
+        start = end
+    return parts
+
+
+def _pieces(
+    lines: list[str], blocks: list[_Block], max_tokens: int, line_tokens: _LineTokens
+) -> list[_Piece]:
+    pieces: list[_Piece] = []
+    for block in blocks:
+        tokens = count_tokens("\n".join(lines[block.start : block.end]))
+        if tokens <= max_tokens:
+            pieces.append(_Piece(block.start, block.end, tokens, is_heading=block.is_heading))
+            continue
+        for index in range(block.start, block.end):
+            if not lines[index].strip():
+                continue
+            tokens = line_tokens[index]
+            if tokens <= max_tokens:
+                pieces.append(_Piece(index, index + 1, tokens))
+                continue
+            for part in _split_line(lines[index], max_tokens):
+                pieces.append(_Piece(index, index + 1, count_tokens(part), part=part))
+    return pieces
+
+
+def _heading_cut(group: list[_Piece], max_tokens: int) -> int | None:
+    """Where to end `group` early so the next chunk starts at a heading, if anywhere."""
+    trailing = len(group)
+    while trailing > 0 and group[trailing - 1].is_heading:
+        trailing -= 1
+    has_content = [False] * (len(group) + 1)
+    for index, piece in enumerate(group):
+        has_content[index + 1] = has_content[index] or not piece.is_overlap
+    # A chunk should never end with the heading of a section it does not contain.
+    if 0 < trailing < len(group) and has_content[trailing]:
+        return trailing
+    best: int | None = None
+    before = 0
+    for index, piece in enumerate(group):
+        if piece.is_heading and has_content[index] and before >= max_tokens * _HEADING_CUT_MIN_FILL:
+            best = index
+        before += piece.tokens
+    return best
+
+
+def _overlap(
+    group: list[_Piece], budget: int, lines: list[str], line_tokens: _LineTokens
+) -> list[_Piece]:
+    """Whole trailing lines of `group` worth at most `budget` tokens, to start the next chunk.
+
+    The first line of `group` is never included, so the next chunk always starts later.
+    """
+    first, end = group[0].start, group[-1].end
+    start, total = end, 0
+    while start - 1 > first and total + line_tokens[start - 1] <= budget:
+        start -= 1
+        total += line_tokens[start]
+    while start < end and not lines[start].strip():
+        start += 1
+    if start == end:
+        return []
+    return [_Piece(start, end, total, is_overlap=True)]
+
+
+def _pack(
+    pieces: list[_Piece],
+    lines: list[str],
+    max_tokens: int,
+    overlap: int,
+    line_tokens: _LineTokens,
+) -> list[list[_Piece]]:
+    groups: list[list[_Piece]] = []
+    group: list[_Piece] = []
+    tokens = 0
+    index = 0
+    while index < len(pieces):
+        piece = pieces[index]
+        if piece.part is not None:
+            # A slice of a huge line is a chunk of its own: its text is not whole lines.
+            if group:
+                groups.append(group)
+            groups.append([piece])
+            group, tokens = [], 0
+            index += 1
+            continue
+        if not group or tokens + piece.tokens <= max_tokens:
+            group.append(piece)
+            tokens += piece.tokens
+            index += 1
+            continue
+        cut = _heading_cut(group, max_tokens)
+        if cut is not None:
+            groups.append(group[:cut])
+            group = group[cut:]
+            tokens = sum(kept.tokens for kept in group)
+            continue
+        groups.append(group)
+        # A heading starts a new topic; carrying the previous section's tail would blur it.
+        budget = min(overlap, max_tokens - piece.tokens)
+        group = [] if piece.is_heading else _overlap(group, budget, lines, line_tokens)
+        tokens = sum(kept.tokens for kept in group)
+    if group:
+        groups.append(group)
+    return groups
+
+
+def chunk_note(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) -> list[Chunk]:
+    """Cut the body of `note` into chunks of at most `max_tokens` (as `count_tokens` counts).
+
+    Blocks (headings, fenced code, paragraphs) stay whole when they fit; chunks preferably
+    end before a heading; each chunk after a cut inside a section repeats up to `overlap`
+    tokens of whole trailing lines of the one before. Only a single character that alone
+    costs more than `max_tokens` can exceed it.
+    """
+    if max_tokens < 1 or overlap < 0:
+        raise ValueError(f"need max_tokens >= 1 and overlap >= 0, got {max_tokens}, {overlap}")
+    lines = [line.rstrip("\r\n") for line in split_lines(note.body)]
+    blocks, paths = _blocks(lines)
+    line_tokens = _LineTokens(lines)
+    pieces = _pieces(lines, blocks, max_tokens, line_tokens)
+    chunks: list[Chunk] = []
+    for ordinal, group in enumerate(_pack(pieces, lines, max_tokens, overlap, line_tokens)):
+        first, last = group[0], group[-1]
+        text = first.part if first.part is not None else "\n".join(lines[first.start : last.end])
+        chunks.append(
+            Chunk(
+                ordinal=ordinal,
+                text=text,
+                start_line=first.start + note.body_start_line,
+                end_line=last.end - 1 + note.body_start_line,
+                heading_path=paths[first.start],
+                tokens=count_tokens(text),
+            )
+        )
+    return chunks

@@ -1,0 +1,180 @@
+"""Unicode folding (NFC/NFD, case, accents), CJK bigrams, token counts and snippet tokens."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+# Bump when analysis changes: a keyword index made with another version is rebuilt.
+ANALYZER_VERSION = 1
+
+# Kana voicing marks (dakuten, handakuten) are Mn after NFD, but dropping them would make
+# different words equal (が -> か), so folding keeps them; NFC puts them back on the kana.
+_KEPT_MARKS = frozenset("\u3099\u309a")
+
+
+def _class_body(code_points: list[int]) -> str:
+    """A regex class body (ranges) matching exactly the sorted `code_points`."""
+    ranges: list[list[int]] = []
+    for cp in code_points:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges)
+
+
+def _mark_classes() -> tuple[str, str]:
+    """Class bodies for the nonspacing marks that folding drops, and for all marks.
+
+    `re` has no \\p{M}; marks live only in planes 0, 1 and 14, so scanning those is cheap.
+    """
+    dropped: list[int] = []
+    marks: list[int] = []
+    for block in (range(0x20000), range(0xE0000, 0xE1000)):
+        for cp in block:
+            category = unicodedata.category(chr(cp))
+            if category[0] != "M":
+                continue
+            marks.append(cp)
+            if category == "Mn" and chr(cp) not in _KEPT_MARKS:
+                dropped.append(cp)
+    return _class_body(dropped), _class_body(marks)
+
+
+_DROPPED_MARKS, _MARKS = _mark_classes()
+_DROPPED_MARKS_RE = re.compile(f"[{_DROPPED_MARKS}]+")
+
+_HAN = (
+    "\u3005-\u3007"  # 々 〆 〇
+    "\u3400-\u4dbf"  # Extension A
+    "\u4e00-\u9fff"
+    "\uf900-\ufaff"  # compatibility ideographs
+    "\U00020000-\U0002a6df"  # Extension B
+    "\U0002a700-\U0002ebef"  # Extensions C-F
+    "\U0002f800-\U0002fa1f"  # compatibility supplement
+    "\U00030000-\U000323af"  # Extensions G-H
+)
+_KANA = (
+    "\u3041-\u3098\u309b-\u309f"  # Hiragana, less the combining voicing marks
+    "\u30a0-\u30ff"  # Katakana
+    "\u31f0-\u31ff"  # Katakana phonetic extensions
+    "\U0001b000-\U0001b16f"  # Kana supplement and extension A
+    "\uff66-\uff9f"  # halfwidth Katakana
+)
+_HANGUL = (
+    "\u1100-\u11ff"  # Jamo
+    "\u3130-\u318f"  # compatibility Jamo
+    "\ua960-\ua97f"  # Jamo extension A
+    "\uac00-\ud7ff"  # syllables and Jamo extension B
+    "\uffa0-\uffdc"  # halfwidth Hangul
+)
+# Vowel and final Jamo of decomposed (NFD) Hangul continue a syllable rather than start one.
+_HANGUL_CONT = "\u1160-\u11ff\ud7b0-\ud7ff"
+_CJK = f"{_HAN}{_KANA}{_HANGUL}"
+# What continues a CJK character rather than starting one: NFD Hangul Jamo, combining marks
+# such as NFD kana voicing, halfwidth voicing marks.
+_CJK_CONT = f"{_HANGUL_CONT}{_MARKS}\uff9e\uff9f"
+# One CJK character as a reader sees it, so NFC and NFD spellings give the same units.
+_CJK_UNIT = f"[{_CJK}][{_CJK_CONT}]*"
+# A word starts with a letter or digit (never `_`, never CJK) and keeps the combining marks
+# inside it, so a decomposed (NFD) word is one token.
+_WORD_CHAR = rf"[^\W_{_CJK}]"
+_WORD = rf"{_WORD_CHAR}+(?:[{_MARKS}]+{_WORD_CHAR}*)*"
+
+_TOKEN_RE = re.compile(rf"(?P<cjk>(?:{_CJK_UNIT})+)|(?P<word>{_WORD})")
+_CJK_UNIT_RE = re.compile(_CJK_UNIT)
+
+# Counting runs on NFC text with CJK already blanked out, so these classes stay simple
+# (mixing \w with long range lists makes `re` several times slower).
+_COUNT_WORD_RE = re.compile(r"[^\W_]+")
+_COUNT_PUNCT_RE = re.compile(r"(?:_|[^\w\s])+")
+_ASCII_WORD_RE = re.compile(r"[A-Za-z0-9]+")
+_ASCII_PUNCT_RE = re.compile(r"[^A-Za-z0-9\s]+")
+# Words longer than this many characters cost one more token per further block of it.
+_LONG_WORD_BLOCK = 12
+_COUNT_LONG_WORD_RE = re.compile(rf"[^\W_]{{{_LONG_WORD_BLOCK + 1},}}")
+_ASCII_LONG_WORD_RE = re.compile(rf"[A-Za-z0-9]{{{_LONG_WORD_BLOCK + 1},}}")
+
+
+def fold(text: str) -> str:
+    """Case- and accent-fold `text`; NFC and NFD spellings of a word fold to the same string."""
+    decomposed = unicodedata.normalize("NFD", text).casefold()
+    # casefold can itself produce decomposable text, so marks are dropped after it.
+    return unicodedata.normalize("NFC", _DROPPED_MARKS_RE.sub("", decomposed))
+
+
+@lru_cache(maxsize=65_536)
+def _fold_unit(unit: str) -> str:
+    return fold(unit)
+
+
+def _fold_word(word: str) -> str:
+    # Plain ASCII words are the bulk of most notes; lower() equals fold() for them.
+    return word.lower() if word.isascii() else fold(word)
+
+
+@dataclass(frozen=True)
+class Token:
+    term: str  # folded term as indexed/queried
+    start: int  # char offsets into the ORIGINAL string (for highlighting)
+    end: int
+
+
+def _cjk_tokens(text: str, start: int, end: int) -> Iterator[Token]:
+    units = [m.span() for m in _CJK_UNIT_RE.finditer(text, start, end)]
+    if len(units) == 1:
+        yield Token(_fold_unit(text[start:end]), start, end)
+        return
+    terms = [_fold_unit(text[s:e]) for s, e in units]
+    for i in range(len(units) - 1):
+        yield Token(terms[i] + terms[i + 1], units[i][0], units[i + 1][1])
+
+
+def tokenize(text: str) -> Iterator[Token]:
+    """Folded words and CJK character bigrams, with offsets into `text`.
+
+    Used for both indexing and queries: a query of two CJK characters is one bigram, which
+    every longer text containing them also yields, so partial CJK queries match.
+    """
+    for match in _TOKEN_RE.finditer(text):
+        start, end = match.span()
+        if match.lastgroup == "cjk":
+            yield from _cjk_tokens(text, start, end)
+        else:
+            yield Token(_fold_word(match.group()), start, end)
+
+
+def count_tokens(text: str) -> int:
+    """Approximate how many model tokens `text` costs, erring high.
+
+    A CJK character is about one token. A word costs 1.3, because subword tokenizers split
+    longer or rarer words into pieces (English averages about 1.3 pieces per word), and a
+    very long word (ids, base64, URLs) one more per 12 characters so it cannot hide a huge
+    line. A run of punctuation costs 1. The count of a text is at most the sum of the counts
+    of its lines, so budgets checked line by line hold for the joined text.
+    """
+    if not text:
+        return 0
+    if text.isascii():
+        cjk = 0
+        word_re, punct_re, long_re = _ASCII_WORD_RE, _ASCII_PUNCT_RE, _ASCII_LONG_WORD_RE
+    else:
+        # NFD text then costs what its NFC spelling costs. Marks that survive NFC (Thai,
+        # Devanagari) split words below, which overcounts: the safe direction for a budget.
+        if not unicodedata.is_normalized("NFC", text):
+            text = unicodedata.normalize("NFC", text)
+        text, cjk = _CJK_UNIT_RE.subn(" ", text)
+        word_re, punct_re, long_re = _COUNT_WORD_RE, _COUNT_PUNCT_RE, _COUNT_LONG_WORD_RE
+    tenths = 10 * cjk + 13 * word_re.subn("", text)[1] + 10 * punct_re.subn("", text)[1]
+    for match in long_re.finditer(text):
+        tenths += 10 * ((match.end() - match.start() - 1) // _LONG_WORD_BLOCK)
+    return -(-tenths // 10)
+
+
+def snippet_tokens(text: str) -> frozenset[str]:
+    """The set of folded terms of `text`, for Jaccard similarity between snippets."""
+    return frozenset(token.term for token in tokenize(text))

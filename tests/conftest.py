@@ -1,0 +1,39 @@
+"""Shared fixtures: every test runs with its own config/data/cache dirs, never the user's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_VAULT = REPO_ROOT / "assets" / "sample-vault"
+
+
+@pytest.fixture(autouse=True)
+def isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point platformdirs (through XDG_*) at a private folder and drop APUS_* from the env."""
+    home = tmp_path_factory.mktemp("home")
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        path = home / name.lower()
+        path.mkdir()
+        monkeypatch.setenv(name, str(path))
+    runtime = home / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    for name in list(os.environ):
+        if name.startswith("APUS_") or name.startswith("HF_"):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    return home
+
+
+@pytest.fixture
+def sample_vault(tmp_path: Path) -> Path:
+    """A private copy of the bundled sample vault (tests may change it)."""
+    target = tmp_path / "sample-vault"
+    shutil.copytree(SAMPLE_VAULT, target)
+    return target

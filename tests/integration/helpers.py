@@ -1,0 +1,141 @@
+"""Shared helpers for the integration tests: temp vaults, the real CLI, hashing a vault."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from apus.config import Settings, load_settings
+from apus.index.store import Store
+from apus.index.sync import Indexer, SyncReport
+from apus.search.engine import SearchHit, SearchOptions, Searcher
+
+# The CLI exactly as a shell runs it, in this interpreter (so the venv's packages are used).
+APUS = [sys.executable, "-c", "import sys; from apus.cli import main; sys.exit(main(prog_name='apus'))"]
+
+
+def write_note(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The test's isolated environment (XDG_* from conftest) with embeddings off."""
+    env = dict(os.environ)
+    env["APUS_MEMORY__SEARCH__PROVIDER"] = "none"
+    env.update(extra)
+    return env
+
+
+def run_apus(
+    *args: str | os.PathLike[str],
+    env: Mapping[str, str] | None = None,
+    expect: int | None = 0,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """Run `apus ARGS` in a subprocess; check the exit status unless `expect` is None."""
+    result = subprocess.run(
+        [*APUS, *(str(a) for a in args)],
+        env=dict(env) if env is not None else cli_env(),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+        check=False,
+    )
+    if expect is not None:
+        assert result.returncode == expect, (
+            f"apus {' '.join(map(str, args))} exited {result.returncode}, wanted {expect}\n"
+            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+        )
+    return result
+
+
+def run_json(*args: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Any:
+    return json.loads(run_apus(*args, env=env).stdout)
+
+
+def make_settings(vault: Path, env: Mapping[str, str] | None = None, **flags: Any) -> Settings:
+    """Settings as the CLI would build them for `--vault VAULT`, embeddings off.
+
+    `flags` are dotted keys with `.` written as `__` (`memory__search__sync__maxFileBytes`).
+    """
+    environ = {"APUS_MEMORY__SEARCH__PROVIDER": "none", **(env or {})}
+    overrides: dict[str, Any] = {"vault": str(vault.resolve())}
+    overrides.update({key.replace("__", "."): value for key, value in flags.items()})
+    return load_settings(environ=environ, overrides=overrides)
+
+
+def sync(settings: Settings, **kwargs: Any) -> SyncReport:
+    return Indexer(settings).sync(**kwargs)
+
+
+def search(settings: Settings, query: str, limit: int = 10, **options: Any) -> list[SearchHit]:
+    searcher = Searcher(settings)
+    try:
+        return searcher.search(query, SearchOptions(limit=limit, **options)).hits
+    finally:
+        searcher.close()
+
+
+def search_paths(settings: Settings, query: str, limit: int = 10) -> list[str]:
+    return [hit.path for hit in search(settings, query, limit)]
+
+
+def open_store(settings: Settings) -> Store:
+    return Store(settings.index_dir(), readonly=True)
+
+
+def chunk_ids_of(settings: Settings, rel_path: str) -> list[int]:
+    store = open_store(settings)
+    try:
+        record = store.file_by_path(rel_path)
+        assert record is not None, f"{rel_path} is not in the store"
+        return sorted(store.chunk_ids_of_files([record.id]))
+    finally:
+        store.close()
+
+
+def stored_paths(settings: Settings) -> set[str]:
+    store = open_store(settings)
+    try:
+        return set(store.files())
+    finally:
+        store.close()
+
+
+def generation(settings: Settings) -> int:
+    store = open_store(settings)
+    try:
+        return store.generation()
+    finally:
+        store.close()
+
+
+def vault_digest(root: Path) -> dict[str, str]:
+    """Every entry under `root` (links not followed) with its content hash or kind."""
+    digest: dict[str, str] = {}
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        for name in sorted(dirs + files):
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                digest[rel] = f"link -> {os.readlink(path)}"
+            elif stat.S_ISDIR(mode):
+                digest[rel] = f"dir {stat.S_IMODE(mode):o}"
+            elif stat.S_ISREG(mode):
+                content = hashlib.sha256(path.read_bytes()).hexdigest()
+                digest[rel] = f"file {stat.S_IMODE(mode):o} {content} {path.lstat().st_mtime_ns}"
+            else:
+                digest[rel] = f"special {stat.S_IFMT(mode):o}"
+    return digest

@@ -1,0 +1,111 @@
+"""Score normalisation and the weighted merge of the two retrieval legs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from apus.search.hybrid import (
+    MergedScore,
+    merge_legs,
+    normalise_text_scores,
+    normalise_vector_scores,
+    normalise_weights,
+)
+
+
+@pytest.mark.parametrize(
+    ("vector_weight", "text_weight", "expected"),
+    [
+        (0.7, 0.3, (0.7, 0.3)),
+        (1.0, 1.0, (0.5, 0.5)),
+        (0.2, 0.2, (0.5, 0.5)),
+        (2.0, 0.5, (2 / 3, 1 / 3)),  # 2.0 clamps to 1.0 before rescaling
+        (-1.0, 0.4, (0.0, 1.0)),
+        (0.6, -5.0, (1.0, 0.0)),
+        (0.0, 0.0, (0.7, 0.3)),  # nothing to rescale: documented defaults
+        (-3.0, -1.0, (0.7, 0.3)),
+        (math.nan, 0.5, (0.0, 1.0)),
+    ],
+)
+def test_normalise_weights(
+    vector_weight: float, text_weight: float, expected: tuple[float, float]
+) -> None:
+    assert normalise_weights(vector_weight, text_weight) == pytest.approx(expected)
+
+
+def test_vector_scores_are_clamped_not_rescaled() -> None:
+    scores = normalise_vector_scores({"a": 0.42, "b": -0.2, "c": 1.3})
+    # 0.42 stays 0.42 although it is the best in the set: the scale is absolute.
+    assert scores == pytest.approx({"a": 0.42, "b": 0.0, "c": 1.0})
+    assert normalise_vector_scores({}) == {}
+
+
+def test_text_scores_are_divided_by_the_best() -> None:
+    scores = normalise_text_scores({"a": 10.0, "b": 5.0, "c": 2.5})
+    assert scores == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.25})
+
+
+def test_text_normalisation_keeps_ratios_unlike_min_max() -> None:
+    # Min-max would give "close" 0.0 although it matched 90% as well as the best.
+    scores = normalise_text_scores({"best": 10.0, "close": 9.0})
+    assert scores == pytest.approx({"best": 1.0, "close": 0.9})
+
+
+@pytest.mark.parametrize(
+    "raw", [{}, {"a": 0.0, "b": 0.0}, {"a": -1.0, "b": -2.0}], ids=["empty", "zero", "negative"]
+)
+def test_text_scores_without_a_positive_best_are_zero(raw: dict[str, float]) -> None:
+    assert normalise_text_scores(raw) == dict.fromkeys(raw, 0.0)
+
+
+def test_merge_uses_union_and_scores_missing_leg_as_zero() -> None:
+    merged = merge_legs({"a": 0.8, "b": 0.4}, {"b": 6.0, "c": 3.0}, 0.7, 0.3)
+
+    assert set(merged) == {"a", "b", "c"}
+    assert merged["a"] == MergedScore(
+        key="a", vector_raw=0.8, vector_norm=0.8, text_raw=None, text_norm=0.0, merged=0.7 * 0.8
+    )
+    # b: 0.7·0.4 + 0.3·(6/6) = 0.58
+    assert merged["b"].merged == pytest.approx(0.58)
+    assert merged["b"].text_raw == 6.0
+    assert merged["b"].text_norm == pytest.approx(1.0)
+    # c: keyword only, half the best BM25 score: 0.3·0.5
+    assert merged["c"].vector_raw is None
+    assert merged["c"].vector_norm == 0.0
+    assert merged["c"].merged == pytest.approx(0.15)
+
+
+def test_merge_rescales_weights() -> None:
+    # 2.0 and 2.0 clamp to 1.0 each, then rescale to 0.5 / 0.5.
+    merged = merge_legs({"b": 0.4}, {"b": 6.0, "c": 3.0}, 2.0, 2.0)
+    assert merged["b"].merged == pytest.approx(0.5 * 0.4 + 0.5 * 1.0)
+    assert merged["c"].merged == pytest.approx(0.5 * 0.5)
+
+
+def test_merge_keyword_only_when_vector_leg_did_not_run() -> None:
+    merged = merge_legs(None, {"b": 6.0, "c": 3.0}, 0.7, 0.3)
+    # Not capped at the 0.3 text weight: the keyword leg counts alone.
+    assert merged["b"].merged == pytest.approx(1.0)
+    assert merged["c"].merged == pytest.approx(0.5)
+    assert merged["b"].vector_raw is None
+    assert merged["b"].vector_norm == 0.0
+
+
+def test_merge_vector_only_when_keyword_leg_did_not_run() -> None:
+    merged = merge_legs({"a": 0.8, "b": -0.1}, None, 0.7, 0.3)
+    assert merged["a"].merged == pytest.approx(0.8)
+    assert merged["b"].merged == 0.0
+    assert merged["a"].text_raw is None
+
+
+def test_merge_leg_that_ran_empty_still_weighs() -> None:
+    # A leg that ran and found nothing scores 0 for every key; it does not lift the other leg.
+    assert merge_legs({}, {"c": 3.0}, 0.7, 0.3)["c"].merged == pytest.approx(0.3)
+    assert merge_legs({"a": 0.6}, {}, 0.7, 0.3)["a"].merged == pytest.approx(0.42)
+
+
+def test_merge_with_no_candidates() -> None:
+    assert merge_legs(None, None, 0.7, 0.3) == {}
+    assert merge_legs({}, {}, 0.7, 0.3) == {}

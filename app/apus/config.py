@@ -198,7 +198,9 @@ def _line_of_key(text: str, dotted_key: str) -> int | None:
         header = re.fullmatch(r"\[\[?\s*([^\]]+?)\s*\]?\]", line)
         if header:
             table = [part.strip().strip("\"'") for part in header.group(1).split(".")]
-            if ".".join(table).lower() == target:
+            joined = ".".join(table).lower()
+            # An unknown table `[memry.search]` is reported as `memry`: the header names it.
+            if joined == target or joined.startswith(target + "."):
                 return number
             continue
         match = re.match(r"([A-Za-z0-9_.\"' -]+?)\s*=", line)

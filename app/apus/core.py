@@ -128,7 +128,7 @@ class ProviderVectorLeg(VectorLeg):
                 raise ProviderUnavailableError(
                     f"The embedding provider `{self.settings.search.provider}` is unavailable: "
                     f"{exc.reason}",
-                    fix="apus memory status --deep  (or set memory.search.provider = \"none\")",
+                    fix='apus memory status --deep  (or set memory.search.provider = "none")',
                 ) from exc
             return False, exc.reason
         if decision is None:
@@ -150,7 +150,7 @@ class ProviderVectorLeg(VectorLeg):
                 raise ProviderUnavailableError(
                     f"The embedding provider `{self.settings.search.provider}` is unavailable: "
                     f"{exc.reason}",
-                    fix="apus memory status --deep  (or set memory.search.provider = \"none\")",
+                    fix='apus memory status --deep  (or set memory.search.provider = "none")',
                 ) from exc
             raise
         return self.vectors.search(vector, k, embedder.identity.key())

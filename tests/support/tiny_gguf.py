@@ -19,12 +19,13 @@ HEADS = 2
 CONTEXT = 512
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 PAD, UNK, CLS, SEP, MASK = range(5)
-_WORDS = (
+_WORD_TEXT = (
     "the a an and or of to in on for with is are was be it this that as at by from not "
     "note notes search query result text title none task passage document meeting plan "
     "project idea garden coffee python code model vector keyword memory daily week today "
     "tomorrow yesterday read write find cat dog tree house water fire light dark apus"
-).split()
+)
+_WORDS = _WORD_TEXT.split()
 
 
 def vocabulary() -> list[str]:

@@ -33,10 +33,14 @@ def bench_index(corpus: Path) -> None:
         click.echo(f"  files/s             {r.files_per_s:.0f}")
         click.echo(f"  chunks/s            {r.chunks_per_s:.0f}")
         click.echo(f"  peak RSS            {r.peak_rss_mb:.0f} MB")
-        click.echo(f"no-change re-sync     {r.resync_seconds:.2f} s "
-                   f"(peak RSS {r.resync_peak_rss_mb:.0f} MB)")
-        click.echo(f"bare Whoosh writer    {r.bare_seconds:.2f} s for {r.bare_files} files "
-                   f"(peak RSS {r.bare_peak_rss_mb:.0f} MB)")
+        click.echo(
+            f"no-change re-sync     {r.resync_seconds:.2f} s "
+            f"(peak RSS {r.resync_peak_rss_mb:.0f} MB)"
+        )
+        click.echo(
+            f"bare Whoosh writer    {r.bare_seconds:.2f} s for {r.bare_files} files "
+            f"(peak RSS {r.bare_peak_rss_mb:.0f} MB)"
+        )
         click.echo(f"overhead vs bare      {r.overhead_ratio:.2f}x")
 
     run_guarded(body)
@@ -53,8 +57,11 @@ def bench_index(corpus: Path) -> None:
     help="Modes to time (repeatable; default keyword, plus hybrid with --model).",
 )
 @click.option("--model", type=click.Path(exists=True, dir_okay=False), help="A .gguf for hybrid.")
-@click.option("--index-dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Keep the index here (reused by the next run) instead of a scratch folder.")
+@click.option(
+    "--index-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the index here (reused by the next run) instead of a scratch folder.",
+)
 def bench_search(
     corpus: Path, queries: int, modes: tuple[str, ...], model: str | None, index_dir: Path | None
 ) -> None:

@@ -94,7 +94,9 @@ def index(force: bool, as_json: bool) -> None:
 )
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
-def search(query: tuple[str, ...], limit: int | None, mode: str, explain: bool, as_json: bool) -> None:
+def search(
+    query: tuple[str, ...], limit: int | None, mode: str, explain: bool, as_json: bool
+) -> None:
     """Search the notes for QUERY (by meaning and by exact words)."""
 
     def body() -> None:
@@ -105,7 +107,8 @@ def search(query: tuple[str, ...], limit: int | None, mode: str, explain: bool, 
         searcher = open_searcher(settings)
         try:
             response = searcher.search(
-                " ".join(query), SearchOptions(mode=mode, limit=limit)  # type: ignore[arg-type]
+                " ".join(query),
+                SearchOptions(mode=mode, limit=limit),  # type: ignore[arg-type]
             )
         finally:
             searcher.close()

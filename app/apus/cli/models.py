@@ -46,7 +46,9 @@ def list_models(as_json: bool) -> None:
             click.echo(json.dumps(rows, indent=2))
             return
         for row in rows:
-            mark = "✓ verified" if row["verified"] else ("! unverified" if row["installed"] else "-")
+            mark = (
+                "✓ verified" if row["verified"] else ("! unverified" if row["installed"] else "-")
+            )
             default = " (default)" if row["default"] else ""
             size_mb = row["size"] / 1e6
             click.echo(f"{row['name']}{default}: {row['dims']} dims, {size_mb:.0f} MB  {mark}")

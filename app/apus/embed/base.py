@@ -50,6 +50,10 @@ class EmbeddingRequestError(EmbeddingError):
     """A request to a provider that was available failed."""
 
 
+class EmbeddingConnectionError(EmbeddingRequestError):
+    """The provider could not be reached, or dropped the connection mid-request."""
+
+
 class EmbeddingTimeout(EmbeddingRequestError):
     """A request (or a probe) ran past its time budget."""
 
@@ -97,7 +101,8 @@ def probe(embedder: Embedder, timeout_s: float) -> ProbeResult:
 
     def run() -> None:
         try:
-            vectors = embedder.embed([embedder.query_text(PROBE_TEXT)], kind="query", timeout=timeout_s)
+            text = embedder.query_text(PROBE_TEXT)
+            vectors = embedder.embed([text], kind="query", timeout=timeout_s)
             outcome["dims"] = int(vectors.shape[1])
         except Exception as exc:  # reported, not raised: a probe describes, it never fails
             outcome["error"] = exc

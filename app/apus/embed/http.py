@@ -11,6 +11,7 @@ import numpy as np
 
 from apus import __version__
 from apus.embed.base import (
+    EmbeddingConnectionError,
     EmbeddingRequestError,
     EmbeddingTimeout,
     normalise_rows,
@@ -88,7 +89,9 @@ class _HttpClient:
             raise EmbeddingRequestError(f"the provider returned vectors of mixed sizes {widths}")
         return normalise_rows(np.concatenate(rows, axis=0))
 
-    def _embed_batch(self, texts: list[str], *, input_type: str, timeout: float | None) -> np.ndarray:
+    def _embed_batch(
+        self, texts: list[str], *, input_type: str, timeout: float | None
+    ) -> np.ndarray:
         raise NotImplementedError
 
     def _post(self, payload: dict[str, Any], timeout: float | None) -> Any:
@@ -102,8 +105,8 @@ class _HttpClient:
         except httpx.TimeoutException as exc:
             limit = timeout if timeout is not None else self.timeout_s
             raise EmbeddingTimeout(f"{url} did not answer within {limit:g}s") from exc
-        except httpx.HTTPError as exc:
-            raise EmbeddingRequestError(self._transport_reason(url, exc)) from exc
+        except (httpx.TransportError, httpx.InvalidURL) as exc:
+            raise EmbeddingConnectionError(self._transport_reason(url, exc)) from exc
         if response.status_code in (401, 403):
             raise EmbeddingRequestError(
                 f"{url} refused the request (HTTP {response.status_code}): check the API key",
@@ -123,7 +126,7 @@ class _HttpClient:
         return httpx.Timeout(seconds, connect=min(seconds, 10.0))
 
     @staticmethod
-    def _transport_reason(url: str, exc: httpx.HTTPError) -> str:
+    def _transport_reason(url: str, exc: Exception) -> str:
         if isinstance(exc, httpx.ConnectError):
             return f"cannot connect to {url} (is the server running?)"
         if isinstance(exc, httpx.RemoteProtocolError):
@@ -159,7 +162,9 @@ class OpenAIEmbeddingsClient(_HttpClient):
             return f"{self.base_url}/embeddings"
         return f"{self.base_url}/v1/embeddings"
 
-    def _embed_batch(self, texts: list[str], *, input_type: str, timeout: float | None) -> np.ndarray:
+    def _embed_batch(
+        self, texts: list[str], *, input_type: str, timeout: float | None
+    ) -> np.ndarray:
         payload: dict[str, Any] = {"input": texts}
         if self.model:
             payload["model"] = self.model
@@ -192,7 +197,9 @@ class OllamaEmbeddingsClient(_HttpClient):
     def endpoint(self) -> str:
         return f"{self.base_url}/api/embed"
 
-    def _embed_batch(self, texts: list[str], *, input_type: str, timeout: float | None) -> np.ndarray:
+    def _embed_batch(
+        self, texts: list[str], *, input_type: str, timeout: float | None
+    ) -> np.ndarray:
         answer = self._post({"model": self.model, "input": texts, "truncate": True}, timeout)
         vectors = answer.get("embeddings") if isinstance(answer, dict) else None
         if not isinstance(vectors, list):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -82,12 +83,14 @@ SEARCH_FIELDS = ("path", "stem", "title", "headings", "body")
 
 
 def _document(chunk: ChunkRecord) -> dict[str, str]:
-    base = chunk.path.rsplit("/", 1)[-1]
+    # Without its extension: every note ends in `.md`, so a query with "md" in it (such as
+    # `roadmap.md`) would otherwise match every note through the path field.
+    path = posixpath.splitext(chunk.path)[0]
     return {
         "chunk_id": str(chunk.id),
         "file_id": str(chunk.file_id),
-        "path": chunk.path,
-        "stem": base.rsplit(".", 1)[0],
+        "path": path,
+        "stem": posixpath.basename(path),
         "title": chunk.title,
         "headings": chunk.heading,
         "body": chunk.text,

@@ -54,8 +54,15 @@ def collect_status(settings: Settings, embeddings: dict[str, Any] | None = None)
     }
     if not Store.exists(index_dir):
         return IndexStatus(
-            indexed=False, files=0, chunks=0, skipped=[], replaced_utf8=[], index_bytes=0,
-            last_sync=None, keyword="not indexed yet (run `apus memory index`)", **base,
+            indexed=False,
+            files=0,
+            chunks=0,
+            skipped=[],
+            replaced_utf8=[],
+            index_bytes=0,
+            last_sync=None,
+            keyword="not indexed yet (run `apus memory index`)",
+            **base,
         )
     store = Store(index_dir, readonly=True)
     try:
@@ -81,6 +88,13 @@ def collect_status(settings: Settings, embeddings: dict[str, Any] | None = None)
         else None
     )
     return IndexStatus(
-        indexed=True, files=files, chunks=chunks, skipped=skipped, replaced_utf8=replaced,
-        index_bytes=size, last_sync=last_sync, keyword=keyword_text, **base,
+        indexed=True,
+        files=files,
+        chunks=chunks,
+        skipped=skipped,
+        replaced_utf8=replaced,
+        index_bytes=size,
+        last_sync=last_sync,
+        keyword=keyword_text,
+        **base,
     )

@@ -250,10 +250,21 @@ class Store:
     def delete_files(self, file_ids: Iterable[int]) -> None:
         self._db.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in file_ids])
 
-    def rename_file(self, file_id: int, new_path: str, size: int, mtime_ns: int) -> None:
+    def rename_file(
+        self,
+        file_id: int,
+        new_path: str,
+        size: int,
+        mtime_ns: int,
+        *,
+        title: str,
+        note_date: str | None,
+    ) -> None:
+        """Move a file's record (its chunks stay); title and date may come from the name."""
         self._db.execute(
-            "UPDATE files SET path = ?, size = ?, mtime_ns = ? WHERE id = ?",
-            (new_path, size, mtime_ns, file_id),
+            "UPDATE files SET path = ?, size = ?, mtime_ns = ?, title = ?, note_date = ? "
+            "WHERE id = ?",
+            (new_path, size, mtime_ns, title, note_date, file_id),
         )
 
     def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:

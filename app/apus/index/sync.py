@@ -39,6 +39,8 @@ class SyncProgress:
 
 
 ProgressCallback = Callable[[SyncProgress], None]
+# A renamed file: its record, where it is now, and the title and date its new name gives.
+_Rename = tuple[FileRecord, ScannedFile, str, str | None]
 
 
 @dataclass
@@ -183,11 +185,18 @@ class Indexer:
         touched_file_ids: list[int] = []
         removed_ids: list[int] = []
 
-        def flush(batch: list[NewFile], renames: list[tuple[FileRecord, ScannedFile]]) -> None:
+        def flush(batch: list[NewFile], renames: list[_Rename]) -> None:
             with store.transaction():
                 ids: list[int] = []
-                for record, scanned in renames:
-                    store.rename_file(record.id, scanned.rel_path, scanned.size, scanned.mtime_ns)
+                for record, scanned, title, note_date in renames:
+                    store.rename_file(
+                        record.id,
+                        scanned.rel_path,
+                        scanned.size,
+                        scanned.mtime_ns,
+                        title=title,
+                        note_date=note_date,
+                    )
                     ids.append(record.id)
                 for new in batch:
                     file_id, _ = store.add_file(new)
@@ -196,14 +205,14 @@ class Indexer:
             if not rebuild_keyword:
                 old_ids = [known[new.path].id for new in batch if new.path in known]
                 keyword.apply(
-                    remove_file_ids=old_ids + [record.id for record, _ in renames],
+                    remove_file_ids=old_ids + [rename[0].id for rename in renames],
                     add_chunks=list(store.iter_chunks(ids)),
                     generation=generation,
                 )
             touched_file_ids.extend(ids)
 
         batch: list[NewFile] = []
-        renames: list[tuple[FileRecord, ScannedFile]] = []
+        renames: list[_Rename] = []
         for done, scanned in enumerate(to_read, start=1):
             if cancel is not None and cancel.is_set():
                 raise SyncCancelled
@@ -215,8 +224,11 @@ class Indexer:
                     removed_ids.append(previous.id)
             else:
                 previous = known.get(scanned.rel_path)
-                if previous is not None and previous.sha256 == note.sha256 and not force and (
-                    previous.chunking == signature
+                if (
+                    previous is not None
+                    and previous.sha256 == note.sha256
+                    and not force
+                    and (previous.chunking == signature)
                 ):
                     with store.transaction():
                         store.touch_file(previous.id, scanned.size, scanned.mtime_ns)
@@ -224,11 +236,16 @@ class Indexer:
                 elif previous is None and gone_by_sha.get(note.sha256):
                     origin = gone_by_sha[note.sha256].pop()
                     del gone[origin.path]
-                    renames.append((origin, scanned))
+                    # The chunks stay; what the name says (stem title, date) follows it.
+                    title, note_date = self._name_metadata(scanned, note.text)
+                    renames.append((origin, scanned, title, note_date))
                     report.renamed += 1
                 else:
-                    batch.append(self._prepare(scanned, note.text, note.sha256,
-                                               note.replaced_invalid_utf8, signature))
+                    batch.append(
+                        self._prepare(
+                            scanned, note.text, note.sha256, note.replaced_invalid_utf8, signature
+                        )
+                    )
                     if previous is None:
                         report.added += 1
                     else:
@@ -255,16 +272,25 @@ class Indexer:
             generation = store.bump_generation() if removed_ids else store.generation()
         if rebuild_keyword:
             emit(SyncProgress("keyword", 0, store.counts()[1]))
-            keyword.rebuild(
-                store,
-                cancel=cancel,
-                progress=lambda d, t: emit(SyncProgress("keyword", d, t)),
-            )
+            try:
+                keyword.rebuild(
+                    store,
+                    cancel=cancel,
+                    progress=lambda d, t: emit(SyncProgress("keyword", d, t)),
+                )
+            except InterruptedError as exc:  # the rebuild's own way of saying "cancelled"
+                raise SyncCancelled from exc
             report.keyword_rebuilt = True
         elif removed_ids:
             keyword.apply(remove_file_ids=removed_ids, add_chunks=[], generation=generation)
         report.skipped = sorted(skipped, key=lambda s: s.rel_path)
         report.chunks = store.counts()[1]
+
+    @staticmethod
+    def _name_metadata(scanned: ScannedFile, text: str) -> tuple[str, str | None]:
+        title = parse_note(text, fallback_title=Path(scanned.rel_path).stem).title
+        name_date = date_from_path(scanned.rel_path)
+        return title, name_date.isoformat() if name_date else None
 
     def _prepare(
         self, scanned: ScannedFile, text: str, sha256: str, replaced: bool, signature: str

@@ -100,7 +100,9 @@ class VectorIndex:
             index = self._current(identity_key)
             if index is None or index.ntotal == 0:
                 return {}
-            scores, ids = index.search(query.reshape(1, -1).astype(np.float32), min(k, index.ntotal))
+            scores, ids = index.search(
+                query.reshape(1, -1).astype(np.float32), min(k, index.ntotal)
+            )
         return {int(i): float(s) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0}
 
     def count(self, identity_key: str) -> int:
@@ -150,7 +152,9 @@ def embed_missing(
         ids = missing[start : start + EMBED_BATCH_CHUNKS]
         chunks = store.chunks_by_id(ids)
         ordered = [chunks[i] for i in ids if i in chunks]
-        texts = [embedder.document_text(c.text, _title_for_prefix(c.title, c.path)) for c in ordered]
+        texts = [
+            embedder.document_text(c.text, _title_for_prefix(c.title, c.path)) for c in ordered
+        ]
         keys = [cache_key(identity, text) for text in texts]
         cached = store.cached_vectors(keys)
         todo = [index for index, k in enumerate(keys) if k not in cached]

@@ -15,7 +15,9 @@ class Snippet:
     highlights: tuple[tuple[int, int], ...]  # [start, end) offsets into `text`
 
 
-def make_snippet(chunk_text: str, query_terms: frozenset[str], width: int = SNIPPET_CHARS) -> Snippet:
+def make_snippet(
+    chunk_text: str, query_terms: frozenset[str], width: int = SNIPPET_CHARS
+) -> Snippet:
     """The window of `width` chars holding the most matched terms (the start when none)."""
     matches = [t for t in tokenize(chunk_text) if t.term in query_terms]
     if matches:
@@ -41,9 +43,7 @@ def make_snippet(chunk_text: str, query_terms: frozenset[str], width: int = SNIP
     tail = "…" if end < len(chunk_text) else ""
     collapsed, spans = _collapse_whitespace(window, spans)
     shift = len(lead)
-    return Snippet(
-        lead + collapsed + tail, tuple((s + shift, e + shift) for s, e in _merge(spans))
-    )
+    return Snippet(lead + collapsed + tail, tuple((s + shift, e + shift) for s, e in _merge(spans)))
 
 
 def _word_boundary(text: str, index: int) -> int:

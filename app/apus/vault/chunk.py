@@ -108,38 +108,32 @@ def _blocks(lines: list[str]) -> tuple[list[_Block], list[tuple[str, ...]]]:
     return blocks, paths
 
 
-def _fitting_end(line: str, start: int, budget: int, guess: int) -> int:
-    """The largest end such that line[start:end] costs at most `budget` (at least one char).
+def _fitting_end(line: str, start: int, budget: int) -> int:
+    """An end, as late as cheaply found, such that line[start:end] costs at most `budget`.
 
-    Token counts only grow as a prefix grows, so a galloping then binary search is exact.
+    `count_tokens` is subadditive (the cost of a concatenation is at most the sum of the
+    costs of its parts), so adding up the costs of consecutive segments bounds the cost of
+    the whole without recounting it; segments shrink when the next one does not fit.
+    Always advances by at least one character.
     """
-    size = len(line)
-    fits, too_long = start + 1, size + 1
-    probe = min(start + max(guess, 1), size)
-    while probe > fits:
-        if count_tokens(line[start:probe]) <= budget:
-            fits = probe
-            if probe == size:
-                return size
-            probe = min(start + 2 * (probe - start), size)
+    end, total, step = start, 0, max(budget, 1)
+    while end < len(line) and step:
+        segment_end = min(end + step, len(line))
+        cost = count_tokens(line[end:segment_end])
+        if total + cost <= budget:
+            total += cost
+            end = segment_end
         else:
-            too_long = probe
-            break
-    while too_long - fits > 1:
-        middle = (fits + too_long) // 2
-        if count_tokens(line[start:middle]) <= budget:
-            fits = middle
-        else:
-            too_long = middle
-    return fits
+            step //= 2
+    return max(end, start + 1)
 
 
 def _split_line(line: str, budget: int) -> list[str]:
     """Slices of one over-long line (minified text, CJK without breaks), each within budget."""
     parts: list[str] = []
-    start, guess = 0, budget
+    start = 0
     while start < len(line):
-        end = _fitting_end(line, start, budget, guess)
+        end = _fitting_end(line, start, budget)
         if end < len(line):
             # Prefer to cut after a space in the later half, and never before a combining
             # mark, so words and characters stay whole where the budget allows.
@@ -149,7 +143,6 @@ def _split_line(line: str, budget: int) -> list[str]:
             while end - start > 1 and unicodedata.category(line[end])[0] == "M":
                 end -= 1
         parts.append(line[start:end])
-        guess = end - start
         start = end
     return parts
 
@@ -256,6 +249,14 @@ def _pack(
     return groups
 
 
+def _heading_path(group: list[_Piece], paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """The headings in effect where the chunk's content starts, past its leading headings."""
+    for piece in group:
+        if not piece.is_heading:
+            return paths[piece.start]
+    return paths[group[-1].start]
+
+
 def chunk_note(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) -> list[Chunk]:
     """Cut the body of `note` into chunks of at most `max_tokens` (as `count_tokens` counts).
 
@@ -280,7 +281,7 @@ def chunk_note(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) ->
                 text=text,
                 start_line=first.start + note.body_start_line,
                 end_line=last.end - 1 + note.body_start_line,
-                heading_path=paths[first.start],
+                heading_path=_heading_path(group, paths),
                 tokens=count_tokens(text),
             )
         )

@@ -87,6 +87,7 @@ _WORD = rf"{_WORD_CHAR}+(?:[{_MARKS}]+{_WORD_CHAR}*)*"
 
 _TOKEN_RE = re.compile(rf"(?P<cjk>(?:{_CJK_UNIT})+)|(?P<word>{_WORD})")
 _CJK_UNIT_RE = re.compile(_CJK_UNIT)
+_CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 
 # Counting runs on NFC text with CJK already blanked out, so these classes stay simple
 # (mixing \w with long range lists makes `re` several times slower).
@@ -167,7 +168,10 @@ def count_tokens(text: str) -> int:
         # Devanagari) split words below, which overcounts: the safe direction for a budget.
         if not unicodedata.is_normalized("NFC", text):
             text = unicodedata.normalize("NFC", text)
-        text, cjk = _CJK_UNIT_RE.subn(" ", text)
+        # After NFC a CJK character is one code point; runs keep `re` from matching each.
+        blanked, runs = _CJK_RUN_RE.subn(" ", text)
+        cjk = len(text) - len(blanked) + runs
+        text = blanked
         word_re, punct_re, long_re = _COUNT_WORD_RE, _COUNT_PUNCT_RE, _COUNT_LONG_WORD_RE
     tenths = 10 * cjk + 13 * word_re.subn("", text)[1] + 10 * punct_re.subn("", text)[1]
     for match in long_re.finditer(text):

@@ -11,7 +11,6 @@ later call continues.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import threading
@@ -27,12 +26,12 @@ from huggingface_hub import hf_hub_url
 
 from apus import __version__, paths
 from apus.embed.local.catalog import ModelManifest, load_catalog
+from apus.embed.local.filehash import file_sha256
 from apus.embed.local.gguf_info import GGUF_MAGIC
 from apus.errors import ApusError
 
 Progress = Callable[[int, int], None]
 
-_CHUNK = 1 << 20
 # Short connect timeout: an unreachable hub should say so at once, not after a minute.
 _TIMEOUT = httpx.Timeout(connect=5.0, read=30.0, write=30.0, pool=5.0)
 _RETRY_PAUSE_S = 0.5
@@ -128,10 +127,10 @@ def verify_model_file(path: Path, manifest: ModelManifest, *, quarantine: bool =
     _write_verified(path, manifest.sha256)
 
 
-def installed_models() -> list[InstalledModel]:
+def installed_models(catalog: dict[str, ModelManifest] | None = None) -> list[InstalledModel]:
     """Catalogue models present on disk, with their (cached) verification result."""
     installed = []
-    for manifest in load_catalog().values():
+    for manifest in (catalog if catalog is not None else load_catalog()).values():
         path = model_path(manifest)
         if not path.is_file():
             continue
@@ -144,14 +143,6 @@ def installed_models() -> list[InstalledModel]:
                 verified = False
         installed.append(InstalledModel(manifest=manifest, path=path, verified=verified))
     return installed
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _transfer(
@@ -214,7 +205,8 @@ def _stream(
         mode = "ab" if offset else "wb"
         done = offset
         with part.open(mode) as handle:
-            for chunk in response.iter_bytes(_CHUNK):
+            # Network-sized chunks: every byte received is on disk before a connection drops.
+            for chunk in response.iter_bytes():
                 if cancel is not None and cancel.is_set():
                     raise DownloadCancelled(
                         f"Download of {manifest.name} cancelled; {_size_text(part)} kept.",

@@ -1,0 +1,1 @@
+"""Text -> vectors: providers, task prefixes, and the managed local llama.cpp server."""

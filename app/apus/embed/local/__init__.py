@@ -1,0 +1,1 @@
+"""Local embeddings: the model catalogue, downloads, GGUF headers and the managed server."""

@@ -1,0 +1,121 @@
+"""The `local` Embedder: a GGUF model served by the managed llama.cpp server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from apus.embed.base import (
+    EmbeddingConnectionError,
+    EmbeddingIdentity,
+    EmbeddingRequestError,
+    EmbedKind,
+)
+from apus.embed.http import OpenAIEmbeddingsClient
+from apus.embed.local.server import ManagedServer, ServerState
+from apus.embed.prefixes import PrefixScheme
+
+# A request to our own server waits for the model, never for a network; on a slow CPU a full
+# batch can take a while, and a stuck server is caught by the process checks instead.
+_REQUEST_TIMEOUT_S = 300.0
+# Texts per request; the token budget (batch_tokens) usually binds first.
+_MAX_TEXTS_PER_REQUEST = 256
+
+
+class LocalEmbedder:
+    """Embeds through the managed server, starting it on first use and restarting it after a
+    crash; one retry covers a server that died between two requests."""
+
+    def __init__(
+        self,
+        *,
+        server: ManagedServer,
+        identity: EmbeddingIdentity,
+        scheme: PrefixScheme,
+        model_file: Path,
+        batch_tokens: int,
+    ) -> None:
+        self._server = server
+        self._identity = identity
+        self._scheme = scheme
+        self._model_file = model_file
+        self._batch_tokens = max(1, batch_tokens)
+        self._client: OpenAIEmbeddingsClient | None = None
+        self._client_instance = ""
+        self._lock = threading.Lock()
+
+    @property
+    def identity(self) -> EmbeddingIdentity:
+        return self._identity
+
+    @property
+    def server(self) -> ManagedServer:
+        return self._server
+
+    def query_text(self, query: str) -> str:
+        return self._scheme.apply_query(query)
+
+    def document_text(self, text: str, title: str | None) -> str:
+        return self._scheme.apply_document(text, title)
+
+    def embed(
+        self, texts: Sequence[str], *, kind: EmbedKind, timeout: float | None = None
+    ) -> np.ndarray:
+        """`kind` selects no labels here: the prefixes already carry the task."""
+        if not texts:
+            return np.zeros((0, self._identity.dims), dtype=np.float32)
+        try:
+            vectors = self._client_for(self._server.ensure_running()).embed(texts, timeout=timeout)
+        except EmbeddingConnectionError:
+            self._server.request_failed()
+            state = self._server.ensure_running(verify=True)
+            vectors = self._client_for(state).embed(texts, timeout=timeout)
+        self._server.mark_healthy()
+        if vectors.shape[1] != self._identity.dims:
+            raise EmbeddingRequestError(
+                f"{self._model_file.name} returned {vectors.shape[1]}-dimensional vectors, "
+                f"expected {self._identity.dims}"
+            )
+        return vectors
+
+    def describe(self) -> dict[str, Any]:
+        server = self._server.describe()
+        return {
+            "provider": self._identity.provider,
+            "model": self._identity.model,
+            "file": str(self._model_file),
+            "dims": self._identity.dims,
+            "prefix_scheme": self._identity.prefix_scheme,
+            "device": server["device"],
+            "endpoint": server["endpoint"],
+            "pid": server["pid"],
+            "state": server["state"],
+            "log": server["log"],
+            "error": server["error"],
+        }
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+        self._server.close()
+
+    def _client_for(self, state: ServerState) -> OpenAIEmbeddingsClient:
+        with self._lock:
+            if self._client is None or self._client_instance != state.instance:
+                if self._client is not None:
+                    self._client.close()
+                self._client = OpenAIEmbeddingsClient(
+                    state.base_url,
+                    api_key=state.api_key,
+                    timeout_s=_REQUEST_TIMEOUT_S,
+                    batch_size=_MAX_TEXTS_PER_REQUEST,
+                    batch_tokens=self._batch_tokens,
+                )
+                self._client_instance = state.instance
+            return self._client

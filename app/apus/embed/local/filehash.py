@@ -1,0 +1,61 @@
+"""sha256 of model files, remembered by (path, size, mtime) so a 300 MB file is hashed once."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from apus import paths
+
+_BLOCK = 1 << 20
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def cache_file() -> Path:
+    return paths.models_dir() / "sha256-cache.json"
+
+
+def cached_sha256(path: Path) -> str:
+    """The file's sha256, computed only if the file changed since it was last hashed."""
+    resolved = str(path.resolve())
+    stat = path.stat()
+    entries = _load()
+    entry = entries.get(resolved)
+    if (
+        isinstance(entry, dict)
+        and entry.get("size") == stat.st_size
+        and entry.get("mtime_ns") == stat.st_mtime_ns
+        and isinstance(entry.get("sha256"), str)
+    ):
+        return str(entry["sha256"])
+    digest = file_sha256(path)
+    entries[resolved] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
+    _save(entries)
+    return digest
+
+
+def _load() -> dict[str, object]:
+    try:
+        data = json.loads(cache_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save(entries: dict[str, object]) -> None:
+    target = cache_file()
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):  # no writable cache only costs a re-hash next time
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(entries), encoding="utf-8")
+        os.replace(tmp, target)

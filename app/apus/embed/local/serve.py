@@ -1,0 +1,198 @@
+"""Entry point of the managed embedding server process (llama-cpp-python's app under uvicorn).
+
+Run as `python -m apus.embed.local.serve ...`, or as `apus _serve-embeddings ...` from a
+frozen binary. A watchdog thread ends the process when no registered client process is alive
+any more (even one killed with SIGKILL) or when nothing was embedded for `--idle-stop`
+seconds, so the server never outlives the Apus processes that use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from apus.embed.local.procs import pid_alive, read_json, write_private_json
+
+API_KEY_ENV = "_APUS_EMBED_SERVER_KEY"
+EMBEDDINGS_PATH = "/v1/embeddings"
+_EXIT_GRACE_S = 5.0
+
+log = logging.getLogger("apus.embed.serve")
+
+
+def client_pids(clients_dir: Path) -> list[int]:
+    """Live client pids registered in `clients_dir` (files named `<pid>-<token>`)."""
+    alive = []
+    try:
+        entries = list(clients_dir.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        head = entry.name.split("-", 1)[0]
+        if not head.isdigit():
+            continue
+        pid = int(head)
+        if pid_alive(pid):
+            alive.append(pid)
+        else:
+            with contextlib.suppress(OSError):
+                entry.unlink()  # a client that died without saying goodbye
+    return alive
+
+
+class Watchdog:
+    """Decides when the server should stop: no live clients, or idle for too long."""
+
+    def __init__(self, clients_dir: Path, *, interval_s: float, idle_stop_s: float) -> None:
+        self.clients_dir = clients_dir
+        self.interval_s = interval_s
+        self.idle_stop_s = idle_stop_s
+        self.last_used = time.monotonic()
+        self.stop_reason: str | None = None
+        self._request_stop: Callable[[], None] = lambda: os._exit(0)
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
+
+    def on_stop(self, request_stop: Callable[[], None]) -> None:
+        self._request_stop = request_stop
+
+    def reason_to_stop(self) -> str | None:
+        if not client_pids(self.clients_dir):
+            return "no Apus process uses the server any more"
+        if self.idle_stop_s > 0 and time.monotonic() - self.last_used > self.idle_stop_s:
+            return f"idle for {self.idle_stop_s:g}s"
+        return None
+
+    def run(self) -> None:
+        while True:
+            time.sleep(self.interval_s)
+            reason = self.reason_to_stop()
+            if reason:
+                self.stop_reason = reason
+                log.warning("stopping: %s", reason)
+                self._request_stop()
+                # uvicorn waits for open connections; never let that keep us alive.
+                time.sleep(_EXIT_GRACE_S)
+                os._exit(0)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="apus _serve-embeddings", description=__doc__)
+    parser.add_argument("--model", required=True, type=Path)
+    parser.add_argument("--port", required=True, type=int)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--ctx", required=True, type=int)
+    parser.add_argument("--batch", required=True, type=int)
+    parser.add_argument("--gpu-layers", type=int, default=-1)
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--clients-dir", required=True, type=Path)
+    parser.add_argument("--watch-interval", type=float, default=2.0)
+    parser.add_argument("--idle-stop", type=float, default=0.0)
+    parser.add_argument("--info-file", required=True, type=Path)
+    parser.add_argument("--state-file", type=Path)
+    return parser.parse_args(list(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    api_key = os.environ.pop(API_KEY_ENV, "")
+    if not api_key:
+        log.error("no API key in %s; refusing to serve without one", API_KEY_ENV)
+        return 2
+
+    watchdog = Watchdog(
+        args.clients_dir, interval_s=args.watch_interval, idle_stop_s=args.idle_stop
+    )
+    # Started before the model loads: a client that dies during a slow load still ends us.
+    threading.Thread(target=watchdog.run, name="apus-serve-watchdog", daemon=True).start()
+
+    import llama_cpp
+    import uvicorn
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    offload = bool(llama_cpp.llama_supports_gpu_offload())
+    gpu_layers = (-1 if args.gpu_layers < 0 else args.gpu_layers) if offload else 0
+    device = "gpu" if gpu_layers != 0 else "cpu"
+    log.info("llama.cpp GPU offload %s; n_gpu_layers=%d", offload, gpu_layers)
+
+    model_options: dict[str, Any] = {
+        "model": str(args.model),
+        "model_alias": args.model.name,
+        "embedding": True,
+        "n_ctx": args.ctx,
+        # Non-causal embedding models must see a whole input in one micro-batch.
+        "n_batch": args.batch,
+        "n_ubatch": args.batch,
+        "n_gpu_layers": gpu_layers,
+        "logits_all": False,
+        "verbose": True,
+    }
+    if args.threads > 0:
+        model_options["n_threads"] = args.threads
+        model_options["n_threads_batch"] = args.threads
+    app = create_app(
+        server_settings=ServerSettings(host=args.host, port=args.port, api_key=api_key),
+        model_settings=[ModelSettings(**model_options)],
+    )
+
+    @app.middleware("http")
+    async def note_use(request: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
+        if request.url.path == EMBEDDINGS_PATH:
+            watchdog.touch()
+        response = await call_next(request)
+        if request.url.path == EMBEDDINGS_PATH:
+            watchdog.touch()  # a long batch is use, not idleness
+        return response
+
+    write_private_json(
+        args.info_file, {"pid": os.getpid(), "device": device, "gpu_layers": gpu_layers}
+    )
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=int(_EXIT_GRACE_S),
+    )
+    server = uvicorn.Server(config)
+
+    def request_stop() -> None:
+        server.should_exit = True
+
+    watchdog.on_stop(request_stop)
+    try:
+        server.run()
+    finally:
+        _forget_state(args.state_file)
+        shutil.rmtree(args.clients_dir, ignore_errors=True)
+    if not server.started and watchdog.stop_reason is None:
+        return 1  # could not bind the port (the log says why)
+    return 0
+
+
+def _forget_state(state_file: Path | None) -> None:
+    """Remove the shared state file if it still describes this process."""
+    if state_file is None:
+        return
+    state = read_json(state_file)
+    if state is not None and state.get("pid") == os.getpid():
+        with contextlib.suppress(OSError):
+            state_file.unlink()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

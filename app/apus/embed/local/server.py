@@ -1,0 +1,465 @@
+"""The managed llama.cpp embedding server: start or share it, probe it, restart it, stop it.
+
+One server runs per (model file, settings) and user. Its pid, port and API key live in a
+0600 state file under the runtime dir, so every Apus process attaches to the same one. Each
+attached process registers its pid in the server's clients folder; the server's watchdog
+(serve.py) exits when none of them is alive, so nothing is orphaned even after `kill -9`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from filelock import FileLock
+
+from apus import paths
+from apus.embed.base import EmbeddingUnavailable, register_secret
+from apus.embed.local import procs
+from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
+from apus.embed.local.serve import API_KEY_ENV
+
+_READY_PATH = "/v1/models"
+_ATTACH_PROBE_TIMEOUT_S = 3.0
+_BACKOFF_CAP_S = 30.0
+_LOG_TAIL_LINES = 15
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What to run: the model file and how llama.cpp should load it."""
+
+    model_path: Path
+    model_sha256: str
+    context: int
+    gpu_layers: int = -1
+    threads: int = 0
+    idle_stop_seconds: float = 900.0
+    startup_timeout_seconds: float = 120.0
+    watchdog_interval_seconds: float = 2.0
+
+    @property
+    def batch(self) -> int:
+        # n_batch = n_ubatch >= context: a non-causal model needs each input in one ubatch.
+        return self.context
+
+    def key(self) -> str:
+        """Processes with the same key share one server."""
+        parts = [
+            str(self.model_path.resolve()),
+            self.model_sha256,
+            str(self.context),
+            str(self.gpu_layers),
+            str(self.threads),
+        ]
+        return hashlib.sha256("|".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """The shared record of a running server (the JSON state file)."""
+
+    pid: int
+    port: int
+    api_key: str
+    model_path: str
+    model_sha256: str
+    device: str
+    gpu_layers: int
+    started: float
+    instance: str
+    clients_dir: str
+    log_file: str
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServerState | None:
+        try:
+            return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        except (KeyError, TypeError):
+            return None
+
+
+def serve_command() -> list[str]:
+    """How to launch serve.py: a module of this interpreter, or the frozen binary itself."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "_serve-embeddings"]
+    return [sys.executable, "-m", "apus.embed.local.serve"]
+
+
+class ManagedServer:
+    """A handle on the shared server for one model; thread-safe.
+
+    `ensure_running()` attaches to a live server or starts one (a crashed server is
+    restarted after a backoff of 1s, 2s, 4s... capped at 30s); `close()` unregisters this
+    handle and stops the server when no other client remains.
+    """
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self._key = spec.key()
+        runtime = paths.runtime_dir()
+        self.state_file = runtime / f"embed-server-{self._key}.json"
+        self._lock_file = runtime / f"embed-server-{self._key}.lock"
+        self._thread_lock = threading.RLock()
+        self._state: ServerState | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._client_file: Path | None = None
+        self._crashes = 0
+        self._not_before = 0.0
+        self._last_error: EmbeddingUnavailable | None = None
+        self._status = "stopped"
+
+    @property
+    def state(self) -> ServerState | None:
+        return self._state
+
+    @property
+    def status(self) -> str:
+        return self._status
+
+    def ensure_running(self, *, verify: bool = False) -> ServerState:
+        """A ready server for this spec (attached or started); EmbeddingUnavailable if not.
+
+        The usual check is cheap (is the process alive?); `verify` also asks the server over
+        HTTP, for use after a request to it failed.
+        """
+        with self._thread_lock:
+            state = self._state
+            alive = state is not None and self._process_alive(state)
+            if state is not None and alive and (not verify or self._responds(state)):
+                return state
+            if state is not None:
+                shared = self._read_state()
+                if shared is not None and shared.instance == state.instance:
+                    # Our server died without removing its state file: it crashed.
+                    self._crashes += 1
+                    self._not_before = max(self._not_before, time.monotonic() + self._backoff())
+                    self._status = "crashed"
+            self._drop_registration()
+            self._state = None
+            return self._attach_or_start()
+
+    def mark_healthy(self) -> None:
+        """A request succeeded: forget earlier crashes, so the next one restarts at once-ish."""
+        with self._thread_lock:
+            self._crashes = 0
+            self._status = "running"
+
+    def request_failed(self) -> None:
+        """A request could not reach the server; the next ensure_running() re-checks it."""
+        with self._thread_lock:
+            if self._state is not None and not self._alive(self._state):
+                self._status = "crashed"
+
+    def describe(self) -> dict[str, Any]:
+        state = self._state
+        return {
+            "state": self._status,
+            "endpoint": state.base_url if state else None,
+            "pid": state.pid if state else None,
+            "device": state.device if state else None,
+            "gpu_layers": state.gpu_layers if state else None,
+            "log": state.log_file if state else str(self._log_file()),
+            "error": self._last_error.reason if self._last_error else None,
+        }
+
+    def close(self) -> None:
+        """Unregister; stop the server if no other live client uses it."""
+        with self._thread_lock, self._shared_lock():
+            state = self._state
+            self._drop_registration()
+            self._state = None
+            self._status = "stopped"
+            if state is None:
+                return
+            clients_dir = Path(state.clients_dir)
+            if not procs.pid_alive(state.pid) or self._live_clients(clients_dir):
+                return
+            self._stop_process(state)
+
+    def stop(self) -> None:
+        """Stop the server now, whoever else uses it (they restart it on their next request)."""
+        with self._thread_lock, self._shared_lock():
+            state = self._state or self._read_state()
+            self._drop_registration()
+            self._state = None
+            self._status = "stopped"
+            if state is not None and procs.pid_alive(state.pid):
+                self._stop_process(state)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _attach_or_start(self) -> ServerState:
+        with self._shared_lock():
+            shared = self._read_state()
+            if shared is not None and self._process_alive(shared) and self._responds(shared):
+                self._register(Path(shared.clients_dir))
+                self._state = shared
+                self._status = "running"
+                return shared
+            if shared is not None:
+                self._discard_stale(shared)
+            wait = self._not_before - time.monotonic()
+            if wait > 0:
+                if self._status == "failed" and self._last_error is not None:
+                    raise self._last_error  # it failed to start moments ago: say so at once
+                time.sleep(wait)
+            try:
+                state = self._start()
+            except EmbeddingUnavailable as exc:
+                self._last_error = exc
+                self._status = "failed"
+                self._crashes += 1
+                self._not_before = time.monotonic() + self._backoff()
+                raise
+            self._last_error = None
+            self._state = state
+            self._status = "running"
+            return state
+
+    def _start(self) -> ServerState:
+        self._check_model_file()
+        instance = secrets.token_hex(6)
+        runtime = self.state_file.parent
+        clients_dir = runtime / f"embed-server-{self._key}-{instance}.clients"
+        clients_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info_file = runtime / f"embed-server-{self._key}-{instance}.info.json"
+        self._register(clients_dir)
+        api_key = secrets.token_urlsafe(32)
+        register_secret(api_key)
+        try:
+            for attempt in range(2):  # a second try only if the free port was taken meanwhile
+                try:
+                    port = procs.free_port()
+                    return self._launch(instance, clients_dir, info_file, api_key, port)
+                except _PortTaken as exc:
+                    if attempt == 1:
+                        raise exc.error from None
+            raise AssertionError("unreachable")
+        except BaseException:
+            self._drop_registration()
+            shutil.rmtree(clients_dir, ignore_errors=True)
+            raise
+
+    def _launch(
+        self, instance: str, clients_dir: Path, info_file: Path, api_key: str, port: int
+    ) -> ServerState:
+        spec = self.spec
+        log_file = self._log_file()
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        if log_file.exists():
+            os.replace(log_file, log_file.with_suffix(".log.1"))
+        command = [
+            *serve_command(),
+            "--model", str(spec.model_path),
+            "--port", str(port),
+            "--ctx", str(spec.context),
+            "--batch", str(spec.batch),
+            "--gpu-layers", str(spec.gpu_layers),
+            "--threads", str(spec.threads),
+            "--clients-dir", str(clients_dir),
+            "--watch-interval", str(spec.watchdog_interval_seconds),
+            "--idle-stop", str(spec.idle_stop_seconds),
+            "--info-file", str(info_file),
+            "--state-file", str(self.state_file),
+        ]  # fmt: skip
+        env = {**os.environ, API_KEY_ENV: api_key}
+        self._status = "starting"
+        started = time.time()
+        with log_file.open("wb") as log_handle:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log_handle,
+                stderr=subprocess.STDOUT,
+                env=env,
+                # Its own session: a Ctrl-C meant for one Apus process must not kill a
+                # server that others share; the watchdog ends it when all clients are gone.
+                start_new_session=True,
+                close_fds=True,
+            )
+        self._process = process
+        self._wait_ready(process, port, api_key, log_file)
+        info = procs.read_json(info_file) or {}
+        with contextlib.suppress(OSError):
+            info_file.unlink()
+        state = ServerState(
+            pid=process.pid,
+            port=port,
+            api_key=api_key,
+            model_path=str(spec.model_path),
+            model_sha256=spec.model_sha256,
+            device=str(info.get("device", "cpu")),
+            gpu_layers=int(info.get("gpu_layers", 0)),
+            started=started,
+            instance=instance,
+            clients_dir=str(clients_dir),
+            log_file=str(log_file),
+        )
+        procs.write_private_json(self.state_file, asdict(state))
+        return state
+
+    def _wait_ready(
+        self, process: subprocess.Popen[bytes], port: int, api_key: str, log_file: Path
+    ) -> None:
+        deadline = time.monotonic() + self.spec.startup_timeout_seconds
+        url = f"http://127.0.0.1:{port}{_READY_PATH}"
+        headers = {"Authorization": f"Bearer {api_key}"}
+        pause = 0.05
+        with httpx.Client(timeout=httpx.Timeout(2.0)) as client:
+            while True:
+                code = process.poll()
+                if code is not None:
+                    self._process = None
+                    raise self._startup_failure(code, log_file)
+                with contextlib.suppress(httpx.HTTPError):
+                    if client.get(url, headers=headers).status_code == 200:
+                        return
+                if time.monotonic() > deadline:
+                    procs.terminate(process.pid)
+                    process.wait()
+                    self._process = None
+                    timeout = self.spec.startup_timeout_seconds
+                    raise EmbeddingUnavailable(
+                        f"the embedding server did not become ready within {timeout:g}s "
+                        f"(log: {log_file})\n{procs.tail(log_file, lines=_LOG_TAIL_LINES)}",
+                        fix="raise memory.search.local.startupTimeoutSeconds, or check the log",
+                    )
+                time.sleep(pause)
+                pause = min(pause * 1.5, 0.25)
+
+    def _startup_failure(self, code: int, log_file: Path) -> Exception:
+        log_tail = procs.tail(log_file, lines=_LOG_TAIL_LINES)
+        if "address already in use" in log_tail.lower():
+            return _PortTaken(
+                EmbeddingUnavailable(f"the embedding server could not bind its port:\n{log_tail}")
+            )
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        return EmbeddingUnavailable(
+            f"the embedding server {how} while loading {self.spec.model_path.name} "
+            f"(log: {log_file}):\n{log_tail}",
+            fix="apus models pull  (re-download the model), or set "
+            "memory.search.local.modelPath to a working GGUF embedding model",
+        )
+
+    def _check_model_file(self) -> None:
+        """Refuse a missing or non-GGUF file before paying for a process start."""
+        path = self.spec.model_path
+        if not path.is_file():
+            raise EmbeddingUnavailable(
+                f"the model file {path} does not exist", fix="apus models pull"
+            )
+        try:
+            read_gguf_info(path)
+        except (GGUFFormatError, OSError) as exc:
+            raise EmbeddingUnavailable(
+                f"{path} is not a usable GGUF model: {exc}",
+                fix="apus models pull  (or point memory.search.local.modelPath at a GGUF file)",
+            ) from exc
+
+    def _process_alive(self, state: ServerState) -> bool:
+        if self._process is not None and self._process.pid == state.pid:
+            if self._process.poll() is None:
+                return True
+            self._process = None  # reaped
+            return False
+        return procs.pid_alive(state.pid)
+
+    @staticmethod
+    def _responds(state: ServerState) -> bool:
+        """Whether the server answers HTTP. Its OpenAPI page is served without the model lock,
+        so a server busy with another process's long batch still answers at once."""
+        try:
+            response = httpx.get(f"{state.base_url}/openapi.json", timeout=_ATTACH_PROBE_TIMEOUT_S)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    def _read_state(self) -> ServerState | None:
+        data = procs.read_json(self.state_file)
+        if data is None:
+            return None
+        state = ServerState.from_dict(data)
+        if state is None or state.model_sha256 != self.spec.model_sha256:
+            return None
+        return state
+
+    def _discard_stale(self, state: ServerState) -> None:
+        """Forget a state file whose server is gone or unresponsive."""
+        if procs.pid_alive(state.pid) and self._owns(state):
+            procs.terminate(state.pid)  # our own hung server: nobody can use it
+        with contextlib.suppress(OSError):
+            self.state_file.unlink()
+
+    def _owns(self, state: ServerState) -> bool:
+        """Whether `state.pid` is still the server we launched (pids get reused)."""
+        if self._process is not None and self._process.pid == state.pid:
+            return True
+        cmdline = Path(f"/proc/{state.pid}/cmdline")
+        try:
+            return state.instance in cmdline.read_bytes().decode("utf-8", "replace")
+        except OSError:
+            return False
+
+    def _stop_process(self, state: ServerState) -> None:
+        if self._owns(state):
+            procs.terminate(state.pid)
+        if self._process is not None and self._process.pid == state.pid:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=1.0)
+            self._process = None
+        with contextlib.suppress(OSError):
+            if (procs.read_json(self.state_file) or {}).get("pid") == state.pid:
+                self.state_file.unlink()
+
+    def _register(self, clients_dir: Path) -> None:
+        self._drop_registration()
+        clients_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        client_file = clients_dir / f"{os.getpid()}-{secrets.token_hex(4)}"
+        client_file.touch(mode=0o600)
+        self._client_file = client_file
+
+    def _drop_registration(self) -> None:
+        if self._client_file is not None:
+            with contextlib.suppress(OSError):
+                self._client_file.unlink()
+            self._client_file = None
+
+    @staticmethod
+    def _live_clients(clients_dir: Path) -> bool:
+        from apus.embed.local.serve import client_pids
+
+        return bool(client_pids(clients_dir))
+
+    def _backoff(self) -> float:
+        return min(2.0 ** max(self._crashes - 1, 0), _BACKOFF_CAP_S)
+
+    def _log_file(self) -> Path:
+        return paths.log_dir() / f"embed-server-{self._key}.log"
+
+    @contextlib.contextmanager
+    def _shared_lock(self) -> Iterator[None]:
+        with FileLock(str(self._lock_file)):
+            yield
+
+
+class _PortTaken(Exception):
+    def __init__(self, error: EmbeddingUnavailable) -> None:
+        super().__init__(error.reason)
+        self.error = error

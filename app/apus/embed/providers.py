@@ -1,0 +1,175 @@
+"""Provider name -> Embedder, and the auto/local/none decision between semantic and keyword-only."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from apus.config import SearchSettings
+from apus.embed.base import Embedder, EmbeddingIdentity, EmbeddingUnavailable
+from apus.embed.http import OllamaEmbeddingsClient, OpenAIEmbeddingsClient
+from apus.embed.local.catalog import get_manifest
+from apus.embed.local.download import DownloadError, model_path, verify_model_file
+from apus.embed.local.embedder import LocalEmbedder
+from apus.embed.local.filehash import cached_sha256
+from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
+from apus.embed.local.server import ManagedServer, ServerSpec
+from apus.embed.prefixes import PrefixScheme, detect_family, scheme_for_family
+from apus.embed.remote import RemoteEmbedder
+from apus.errors import ConfigError
+
+LMSTUDIO_DEFAULT_URL = "http://127.0.0.1:1234/v1"
+OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434"
+# A model file of unknown origin may declare a huge context; each input is processed in one
+# micro-batch whose attention buffer grows with its square, so cap what we ask for.
+MAX_UNKNOWN_CONTEXT = 8192
+_PULL_FIX = "apus models pull"
+
+
+@dataclass
+class ProviderResolution:
+    """What search and indexing can use: semantic (an embedder), keyword-only, or off."""
+
+    embedder: Embedder | None
+    state: Literal["semantic", "keyword-only", "off"]
+    reason: str
+
+
+def resolve_provider(settings: SearchSettings) -> ProviderResolution:
+    """Decide without starting anything; a local server starts on the first embed call."""
+    if settings.provider == "none":
+        return ProviderResolution(None, "off", "provider is none")
+    try:
+        embedder = create_embedder(settings)
+    except EmbeddingUnavailable as exc:
+        return ProviderResolution(None, "keyword-only", str(exc))
+    if isinstance(embedder, LocalEmbedder):
+        reason = f"local model {embedder.identity.model}"
+    else:
+        reason = f"{settings.provider} model {settings.model} at {embedder.describe()['endpoint']}"
+    return ProviderResolution(embedder, "semantic", reason)
+
+
+def create_embedder(settings: SearchSettings) -> Embedder:
+    """The configured provider's Embedder; EmbeddingUnavailable if it cannot be set up."""
+    provider = settings.provider
+    if provider == "none":
+        raise EmbeddingUnavailable(
+            "provider is none", fix="set memory.search.provider to local (or auto)"
+        )
+    if provider in ("auto", "local"):
+        return create_local_embedder(settings)
+    if not settings.model:
+        raise EmbeddingUnavailable(
+            f"the {provider} provider needs a model id",
+            fix="set memory.search.model (e.g. the name the server lists for the model)",
+        )
+    remote = settings.remote
+    scheme = scheme_for_family(detect_family(settings.model))
+    client: OpenAIEmbeddingsClient | OllamaEmbeddingsClient
+    if provider == "ollama":
+        client = OllamaEmbeddingsClient(
+            remote.base_url or OLLAMA_DEFAULT_URL,
+            model=settings.model,
+            timeout_s=remote.timeout_seconds,
+            batch_size=remote.batch_size,
+        )
+    else:
+        base_url = remote.base_url or (LMSTUDIO_DEFAULT_URL if provider == "lmstudio" else "")
+        if not base_url:
+            raise EmbeddingUnavailable(
+                "the openai-compatible provider needs a base URL",
+                fix="set memory.search.remote.baseUrl (e.g. http://127.0.0.1:8080/v1)",
+            )
+        client = OpenAIEmbeddingsClient(
+            base_url,
+            model=settings.model,
+            api_key=remote.api_key,
+            timeout_s=remote.timeout_seconds,
+            batch_size=remote.batch_size,
+        )
+    return RemoteEmbedder(
+        provider=provider,
+        model=settings.model,
+        client=client,
+        scheme=scheme,
+        query_input_type=settings.query_input_type,
+        document_input_type=settings.document_input_type,
+    )
+
+
+def create_local_embedder(settings: SearchSettings) -> LocalEmbedder:
+    """The managed-server Embedder for `local.modelPath` or the catalogue model (not started)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise EmbeddingUnavailable(
+            "llama-cpp-python is not installed, so local embeddings cannot run",
+            fix="pip install 'llama-cpp-python[server]'  (or choose a remote provider)",
+        )
+    local = settings.local
+    if local.model_path:
+        path, name, sha256, family, dims, context = _model_from_path(Path(local.model_path))
+    else:
+        path, name, sha256, family, dims, context = _model_from_catalogue(settings.model)
+    scheme = _scheme(local.prefix_scheme or family)
+    context = local.context_size or context
+    spec = ServerSpec(
+        model_path=path,
+        model_sha256=sha256,
+        context=context,
+        gpu_layers=local.gpu_layers,
+        threads=local.threads,
+        idle_stop_seconds=local.idle_stop_seconds,
+        startup_timeout_seconds=local.startup_timeout_seconds,
+    )
+    return LocalEmbedder(
+        server=ManagedServer(spec),
+        identity=EmbeddingIdentity("local", name, sha256, scheme.label, dims),
+        scheme=scheme,
+        model_file=path,
+        batch_tokens=local.batch_tokens,
+    )
+
+
+def _model_from_catalogue(name: str) -> tuple[Path, str, str, str, int, int]:
+    try:
+        manifest = get_manifest(name)
+    except ConfigError as exc:
+        raise EmbeddingUnavailable(exc.message, fix=exc.fix) from exc
+    path = model_path(manifest)
+    if not path.is_file():
+        raise EmbeddingUnavailable(
+            f"the embedding model {manifest.name} is not downloaded yet",
+            fix=f"{_PULL_FIX} {manifest.name}",
+        )
+    try:
+        verify_model_file(path, manifest)
+    except DownloadError as exc:
+        raise EmbeddingUnavailable(exc.message, fix=exc.fix) from exc
+    return path, manifest.name, manifest.sha256, manifest.family, manifest.dims, manifest.context
+
+
+def _model_from_path(raw: Path) -> tuple[Path, str, str, str, int, int]:
+    path = raw.expanduser()
+    fix = "set memory.search.local.modelPath to a GGUF embedding model (or clear it)"
+    if not path.is_file():
+        raise EmbeddingUnavailable(f"memory.search.local.modelPath {path} does not exist", fix=fix)
+    try:
+        info = read_gguf_info(path)
+    except (GGUFFormatError, OSError) as exc:
+        raise EmbeddingUnavailable(f"{path} is not a usable GGUF file: {exc}", fix=fix) from exc
+    dims = info.embedding_length
+    if not dims:
+        raise EmbeddingUnavailable(f"{path.name} does not declare its embedding size", fix=fix)
+    context = min(info.context_length or 2048, MAX_UNKNOWN_CONTEXT)
+    return path, path.name, cached_sha256(path), detect_family(info.metadata), dims, context
+
+
+def _scheme(family: str) -> PrefixScheme:
+    try:
+        return scheme_for_family(family)
+    except ValueError as exc:
+        raise EmbeddingUnavailable(
+            str(exc), fix="set memory.search.local.prefixScheme to one of the known schemes"
+        ) from exc

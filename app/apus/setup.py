@@ -1,0 +1,252 @@
+"""First-run setup without a UI: check a notes folder, detect the GPU, fetch a model, save."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from apus.config import ProviderName, update_config_file
+from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
+from apus.vault.scan import NOTE_SUFFIXES
+
+if TYPE_CHECKING:
+    from apus.embed.local.catalog import ModelManifest
+
+Level = Literal["ok", "warning", "error"]
+
+# Counting notes in a huge folder (a home directory) must not stall the wizard: stop here.
+_COUNT_LIMIT = 20_000
+
+
+@dataclass(frozen=True)
+class FolderCheck:
+    """Whether a folder can be the vault, and a one-line verdict for the user."""
+
+    path: Path | None
+    level: Level
+    message: str
+    notes: int = 0
+    more: bool = False  # counting stopped at the limit
+
+    @property
+    def usable(self) -> bool:
+        return self.level != "error"
+
+
+def check_folder(raw: str, *, count_limit: int = _COUNT_LIMIT) -> FolderCheck:
+    """Validate a folder typed or picked by the user and count the notes in it."""
+    text = raw.strip()
+    if not text:
+        return FolderCheck(None, "error", "Type the path of your notes folder, or pick one.")
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    path = path.resolve()
+    if not path.exists():
+        return FolderCheck(path, "error", f"{path} does not exist.")
+    if not path.is_dir():
+        return FolderCheck(path, "error", f"{path} is a file; choose the folder that holds it.")
+    if not os.access(path, os.R_OK | os.X_OK):
+        return FolderCheck(path, "error", f"{path} cannot be read (permission denied).")
+    notes, more = count_notes(path, limit=count_limit)
+    if path == Path.home() or path == Path(path.anchor):
+        return FolderCheck(
+            path,
+            "warning",
+            f"{path} is a whole home or system folder ({_count_text(notes, more)}); "
+            "a notes folder inside it is usually better.",
+            notes,
+            more,
+        )
+    if notes == 0:
+        return FolderCheck(
+            path,
+            "warning",
+            "No Markdown notes here yet; notes you add later are picked up automatically.",
+        )
+    return FolderCheck(path, "ok", f"{_count_text(notes, more)} found.", notes, more)
+
+
+def count_notes(folder: Path, *, limit: int = _COUNT_LIMIT) -> tuple[int, bool]:
+    """Markdown files under `folder`, skipping hidden folders; (count, stopped at limit)."""
+    found = 0
+    for _dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [name for name in dirnames if not name.startswith(".")]
+        found += sum(1 for name in filenames if name.lower().endswith(NOTE_SUFFIXES))
+        if found >= limit:
+            return limit, True
+    return found, False
+
+
+def _count_text(notes: int, more: bool) -> str:
+    plural = "" if notes == 1 else "s"
+    return f"more than {notes:,} notes" if more else f"{notes:,} note{plural}"
+
+
+@dataclass(frozen=True)
+class ProviderChoice:
+    """One way to get embeddings, as the wizard offers it."""
+
+    name: ProviderName
+    label: str
+    description: str
+    default_url: str = ""
+    default_model: str = ""
+
+    @property
+    def remote(self) -> bool:
+        return self.name in ("ollama", "lmstudio", "openai-compatible")
+
+
+PROVIDER_CHOICES: tuple[ProviderChoice, ...] = (
+    ProviderChoice(
+        "local",
+        "Local model (recommended)",
+        "Runs EmbeddingGemma on this computer with llama.cpp. Works offline; "
+        "nothing leaves your machine. One download of about 330 MB.",
+    ),
+    ProviderChoice(
+        "ollama",
+        "Ollama",
+        "Uses an embedding model served by Ollama on this machine or your network.",
+        default_url="http://127.0.0.1:11434",
+        default_model="embeddinggemma",
+    ),
+    ProviderChoice(
+        "lmstudio",
+        "LM Studio",
+        "Uses an embedding model loaded in LM Studio's local server.",
+        default_url="http://127.0.0.1:1234/v1",
+    ),
+    ProviderChoice(
+        "openai-compatible",
+        "OpenAI-compatible URL",
+        "Any /v1/embeddings endpoint: llama-server, vLLM, or a cloud service.",
+        default_url="http://127.0.0.1:8080/v1",
+    ),
+    ProviderChoice(
+        "none",
+        "Keyword only",
+        "No embeddings: fast exact-word search. Meaning search can be turned on later.",
+    ),
+)
+
+
+def provider_choice(name: str) -> ProviderChoice:
+    for choice in PROVIDER_CHOICES:
+        if choice.name == name:
+            return choice
+    raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What llama.cpp can use here, in words the user understands."""
+
+    gpu_offload: bool
+    cpu_count: int
+    summary: str
+
+
+def detect_hardware() -> Hardware:
+    """Ask the installed llama.cpp whether it can offload to a GPU (CPU when it cannot load)."""
+    cpus = os.cpu_count() or 1
+    try:
+        import llama_cpp
+    except (ImportError, OSError) as exc:
+        return Hardware(
+            False, cpus, f"llama.cpp is not available ({exc}); only remote providers will work."
+        )
+    try:
+        gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    except (AttributeError, OSError):
+        gpu = False
+    if gpu:
+        return Hardware(True, cpus, "GPU found: the model runs on the GPU (fast).")
+    return Hardware(
+        False,
+        cpus,
+        f"No GPU offload in this llama.cpp build: the model runs on {cpus} CPU cores "
+        "(fine for notes; the first index takes longer).",
+    )
+
+
+@dataclass(frozen=True)
+class GgufCheck:
+    path: Path | None
+    ok: bool
+    message: str
+
+
+def check_gguf(raw: str) -> GgufCheck:
+    """Validate a local .gguf file offered instead of a download."""
+    text = raw.strip()
+    if not text:
+        return GgufCheck(None, False, "Type the path of a .gguf embedding model.")
+    path = Path(text).expanduser().resolve()
+    if not path.is_file():
+        return GgufCheck(path, False, f"{path} is not a file.")
+    try:
+        info = read_gguf_info(path)
+    except (GGUFFormatError, OSError) as exc:
+        return GgufCheck(path, False, f"{path.name} is not a usable GGUF file ({exc}).")
+    dims = info.embedding_length
+    detail = f"{info.name or info.architecture or 'GGUF model'}"
+    if dims:
+        detail += f", {dims} dimensions"
+    return GgufCheck(path, True, f"{path.name}: {detail}.")
+
+
+def default_model(catalog: Mapping[str, ModelManifest] | None = None) -> ModelManifest:
+    """The catalogue model the wizard offers (from `catalog`, else the bundled one)."""
+    from apus.embed.local.catalog import DEFAULT_MODEL, load_catalog
+
+    models = catalog if catalog is not None else load_catalog()
+    if DEFAULT_MODEL in models:
+        return models[DEFAULT_MODEL]
+    return next(iter(models.values()))
+
+
+def download_model(
+    manifest: ModelManifest,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> Path:
+    """Download (or resume) and verify a model. Raises DownloadError, DownloadCancelled."""
+    from apus.embed.local.download import pull_model
+
+    return pull_model(manifest, progress=progress, cancel=cancel)
+
+
+@dataclass(frozen=True)
+class SetupChoices:
+    """Everything the wizard asks, ready to be written to config.toml."""
+
+    vault: Path
+    provider: ProviderName
+    model: str = ""  # catalogue name (local) or the remote model id
+    model_path: str = ""  # a local .gguf used instead of a catalogue model
+    base_url: str = ""
+
+    def config_updates(self) -> dict[str, object]:
+        updates: dict[str, object] = {
+            "vault": str(self.vault),
+            "memory.search.provider": self.provider,
+        }
+        if self.provider == "local":
+            updates["memory.search.model"] = "" if self.model_path else self.model
+            updates["memory.search.local.modelPath"] = self.model_path
+        elif self.provider != "none":
+            updates["memory.search.model"] = self.model
+            updates["memory.search.remote.baseUrl"] = self.base_url
+        return updates
+
+
+def save_choices(choices: SetupChoices, *, config_file: Path | None = None) -> Path:
+    """Write the choices into config.toml (comments and other keys kept); return its path."""
+    return update_config_file(choices.config_updates(), config_file=config_file)

@@ -1,0 +1,1 @@
+"""Reusable widgets: result list, note preview, status bar, note and folder trees."""

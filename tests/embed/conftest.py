@@ -1,0 +1,59 @@
+"""Fixtures for the embedding tests: private XDG dirs, a tiny GGUF model, fast server specs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.tiny_gguf import write_tiny_gguf
+
+from apus.embed.local.filehash import file_sha256
+from apus.embed.local.server import ManagedServer, ServerSpec
+
+# Short enough that orphan and idle tests finish quickly, long enough not to spin.
+WATCHDOG_INTERVAL_S = 0.3
+
+
+@pytest.fixture(autouse=True)
+def embed_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own data/cache/config/state/runtime folders."""
+    root = tmp_path / "xdg"
+    for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+        folder = root / name.lower()
+        folder.mkdir(parents=True)
+        monkeypatch.setenv(name, str(folder))
+    runtime = root / "runtime"
+    # platformdirs ignores an XDG_RUNTIME_DIR that is not private (0700).
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real 2-layer BERT GGUF whose name makes family detection pick EmbeddingGemma."""
+    folder = tmp_path_factory.mktemp("tiny-model")
+    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
+
+
+def fast_spec(model: Path, **overrides: object) -> ServerSpec:
+    options: dict[str, object] = {
+        "model_path": model,
+        "model_sha256": file_sha256(model),
+        "context": 512,
+        "startup_timeout_seconds": 60.0,
+        "watchdog_interval_seconds": WATCHDOG_INTERVAL_S,
+    }
+    options.update(overrides)
+    return ServerSpec(**options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def managed(tiny_model: Path) -> Iterator[list[ManagedServer]]:
+    """Collects ManagedServers a test creates and stops their processes afterwards."""
+    servers: list[ManagedServer] = []
+    yield servers
+    for server in servers:
+        server.stop()

@@ -29,6 +29,7 @@ from apus.index.store import Store
 from apus.index.sync import Indexer, ProgressCallback, SyncProgress, SyncReport
 from apus.index.vectors import EmbedProgress, VectorIndex, embed_missing
 from apus.search.engine import Searcher, VectorLeg
+from apus.search.recall import RecallEntry, embed_triggers, recall
 
 REMOTE_PROVIDERS = ("openai-compatible", "ollama", "lmstudio")
 PROBE_BUDGET_REMOTE_S = 60.0  # a remote endpoint that takes longer than this is not usable
@@ -83,6 +84,10 @@ def sync_index(
                 f"embedding failed ({exc.reason}); keyword search is unaffected and the "
                 "remaining chunks are embedded on the next sync"
             )
+        try:
+            embed_triggers(store, embedder, identity)
+        except EmbeddingError as exc:
+            report.embed_error = report.embed_error or f"trigger embedding failed ({exc.reason})"
         complete = not store.chunks_missing_vectors(identity.key())
         if complete:
             with store.transaction():
@@ -280,3 +285,29 @@ def embeddings_state(settings: Settings, *, deep: bool = False) -> dict[str, Any
             finally:
                 store.close()
     return info
+
+
+def recall_entries(settings: Settings, message: str) -> list[RecallEntry]:
+    """Trigger recall over MEMORY.md / USER.md; the vector side only when vectors are served."""
+    if not Store.exists(settings.index_dir()):
+        return []
+    resolution = resolve_provider(settings.search)
+    embedder = None
+    if resolution.embedder is not None:
+        leg = ProviderVectorLeg(settings, resolution)
+        try:
+            decision = leg.decision()
+        except EmbeddingError:
+            decision = None
+        if decision is not None and decision.action == "serve":
+            embedder = resolution.embedder
+    store = Store(settings.index_dir(), readonly=True)
+    try:
+        return recall(
+            store,
+            message,
+            embedder=embedder,
+            vector_weight=settings.search.query.hybrid.vector_weight,
+        )
+    finally:
+        store.close()

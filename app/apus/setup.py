@@ -211,6 +211,17 @@ def default_model(catalog: Mapping[str, ModelManifest] | None = None) -> ModelMa
     return next(iter(models.values()))
 
 
+def model_ready(manifest: ModelManifest) -> bool:
+    """True when the catalogue model is on disk and verified (hashes it once, then cached)."""
+    from apus.embed.local.download import DownloadError, model_path, verify_model_file
+
+    try:
+        verify_model_file(model_path(manifest), manifest, quarantine=False)
+    except DownloadError:
+        return False
+    return True
+
+
 def download_model(
     manifest: ModelManifest,
     *,

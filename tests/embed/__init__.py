@@ -1,0 +1,1 @@
+"""Embedding tests: prefixes, catalogue, downloads, providers and the managed server."""

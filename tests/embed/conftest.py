@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from support.tiny_gguf import write_tiny_gguf
 
 from apus.embed.local.filehash import file_sha256
 from apus.embed.local.server import ManagedServer, ServerSpec
+from support.tiny_gguf import write_tiny_gguf
 
 # Short enough that orphan and idle tests finish quickly, long enough not to spin.
 WATCHDOG_INTERVAL_S = 0.3
@@ -38,16 +39,22 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
-def fast_spec(model: Path, **overrides: object) -> ServerSpec:
-    options: dict[str, object] = {
-        "model_path": model,
-        "model_sha256": file_sha256(model),
-        "context": 512,
-        "startup_timeout_seconds": 60.0,
-        "watchdog_interval_seconds": WATCHDOG_INTERVAL_S,
-    }
-    options.update(overrides)
-    return ServerSpec(**options)  # type: ignore[arg-type]
+@pytest.fixture
+def fast_spec() -> Callable[..., ServerSpec]:
+    """Builds a ServerSpec for a model file with a short watchdog interval."""
+
+    def build(model: Path, **overrides: Any) -> ServerSpec:
+        options: dict[str, Any] = {
+            "model_path": model,
+            "model_sha256": file_sha256(model),
+            "context": 512,
+            "startup_timeout_seconds": 60.0,
+            "watchdog_interval_seconds": WATCHDOG_INTERVAL_S,
+        }
+        options.update(overrides)
+        return ServerSpec(**options)
+
+    return build
 
 
 @pytest.fixture

@@ -7,10 +7,8 @@ import os
 import socket
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from support.fake_hub import FakeHub
 
 from apus.embed.local.catalog import ModelManifest
 from apus.embed.local.download import (
@@ -22,6 +20,7 @@ from apus.embed.local.download import (
     quarantine_dir,
     verify_model_file,
 )
+from support.fake_hub import FakeHub
 
 REVISION = "0123456789abcdef0123456789abcdef01234567"
 CONTENT = b"GGUF" + bytes(range(256)) * 12_000  # about 3 MB, several network reads

@@ -84,7 +84,10 @@ def test_family_from_model_name(name: str, family: str) -> None:
     [
         ({"general.architecture": "gemma-embedding", "general.name": "x"}, "embeddinggemma"),
         ({"general.architecture": "bert", "general.name": "tiny-embeddinggemma"}, "embeddinggemma"),
-        ({"general.architecture": "qwen3", "general.basename": "Qwen3-Embedding"}, "qwen3-embedding"),
+        (
+            {"general.architecture": "qwen3", "general.basename": "Qwen3-Embedding"},
+            "qwen3-embedding",
+        ),
         ({"general.architecture": "nomic-bert", "general.name": "nomic-embed-text-v1.5"}, "nomic"),
         ({"general.architecture": "bert", "general.name": "MiniLM L6 H384 Uncased"}, "none"),
     ],

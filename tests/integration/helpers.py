@@ -8,17 +8,21 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from apus.config import Settings, load_settings
 from apus.index.store import Store
 from apus.index.sync import Indexer, SyncReport
-from apus.search.engine import SearchHit, SearchOptions, Searcher
+from apus.search.engine import Searcher, SearchHit, SearchOptions
 
 # The CLI exactly as a shell runs it, in this interpreter (so the venv's packages are used).
-APUS = [sys.executable, "-c", "import sys; from apus.cli import main; sys.exit(main(prog_name='apus'))"]
+APUS = [
+    sys.executable,
+    "-c",
+    "import sys; from apus.cli import main; sys.exit(main(prog_name='apus'))",
+]
 
 
 def write_note(root: Path, rel: str, text: str) -> Path:
@@ -41,10 +45,11 @@ def run_apus(
     env: Mapping[str, str] | None = None,
     expect: int | None = 0,
     timeout: float = 120,
+    program: Sequence[str] = APUS,
 ) -> subprocess.CompletedProcess[str]:
     """Run `apus ARGS` in a subprocess; check the exit status unless `expect` is None."""
     result = subprocess.run(
-        [*APUS, *(str(a) for a in args)],
+        [*program, *(str(a) for a in args)],
         env=dict(env) if env is not None else cli_env(),
         capture_output=True,
         text=True,

@@ -349,6 +349,12 @@ def test_missing_or_file_vault_raises_clearly(tmp_path: Path) -> None:
         scan_roots(write(tmp_path, "file.md"))
 
 
+def test_unreadable_vault_raises_clearly(vault: Path) -> None:
+    write(vault, "a.md")
+    with unreadable(vault), pytest.raises(PermissionError, match="not readable"):
+        scan_roots(vault)
+
+
 def test_cancel_before_start(vault: Path) -> None:
     write(vault, "a.md")
     cancel = threading.Event()

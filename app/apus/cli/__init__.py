@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -53,6 +52,19 @@ def _open_tui(app_ctx: AppContext) -> None:
     run_app(app_ctx)
 
 
+@main.command()
+@click.pass_obj
+def setup(app_ctx: AppContext) -> None:
+    """First-run wizard: notes folder, embedding provider, model download, first index."""
+
+    def body() -> None:
+        from apus.tui.app import run_setup
+
+        run_setup(app_ctx)
+
+    run_guarded(body)
+
+
 def _register() -> None:
     from apus.cli.bench import bench
     from apus.cli.evaluate import evaluate
@@ -67,6 +79,3 @@ def _register() -> None:
 
 
 _register()
-
-if __name__ == "__main__":
-    sys.exit(main())

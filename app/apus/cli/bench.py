@@ -90,3 +90,38 @@ def bench_search(
         click.echo(f"peak RSS {r.peak_rss_mb:.0f} MB")
 
     run_guarded(body)
+
+
+@bench.command("embed")
+@click.option(
+    "--model",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="The .gguf embedding model.",
+)
+@click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
+@click.option(
+    "--limit-files",
+    default=200,
+    show_default=True,
+    help="How many files of the corpus to embed (sorted by path).",
+)
+def bench_embed(model: Path, corpus: Path, limit_files: int) -> None:
+    """Tokens/s through the whole pipeline next to raw llama_cpp.Llama.embed, same texts."""
+
+    def body() -> None:
+        from apus.benchmarks.embed_bench import run_embed_bench
+
+        r = run_embed_bench(model, corpus, limit_files=limit_files)
+        click.echo(f"files {r.files}, chunks {r.chunks}, tokens {r.tokens}")
+        click.echo(
+            f"pipeline (chunk, cache, server, FAISS)  {r.pipeline_seconds:7.2f} s  "
+            f"{r.pipeline_tokens_per_s:8.0f} tok/s"
+        )
+        click.echo(
+            f"raw llama_cpp.Llama.embed               {r.raw_seconds:7.2f} s  "
+            f"{r.raw_tokens_per_s:8.0f} tok/s"
+        )
+        click.echo(f"ratio pipeline/raw                      {r.ratio:.2f}")
+
+    run_guarded(body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,9 @@ class AppContext:
             overrides = dict(self.overrides)
             if self.vault is not None:
                 overrides["vault"] = str(self.vault.expanduser().resolve())
+            if self.config_file is not None:
+                # Background work started by this run (a re-embed) must read the same file.
+                os.environ["APUS_CONFIG"] = str(self.config_file.expanduser().resolve())
             self._settings = load_settings(config_file=self.config_file, overrides=overrides)
         return self._settings
 

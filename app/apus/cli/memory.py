@@ -59,6 +59,8 @@ def index(force: bool, as_json: bool) -> None:
             data = asdict(report)
             data["skipped"] = [{"path": s.rel_path, "reason": s.reason} for s in report.skipped]
             _json(data)
+            if report.cancelled:  # a script must not mistake a stopped run for a complete one
+                raise SystemExit(130)
             return
         if report.cancelled:
             click.echo("Stopped. Work done so far is saved; run the same command to continue.")
@@ -163,5 +165,32 @@ def status(deep: bool, as_json: bool) -> None:
         from apus.cli.render import print_status
 
         print_status(report)
+
+    run_guarded(body)
+
+
+@memory.command()
+@click.argument("message", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `entries`.")
+def recall(message: tuple[str, ...], as_json: bool) -> None:
+    """Entries of MEMORY.md / USER.md whose `triggers` strongly match MESSAGE (at most 3).
+
+    Uses the keyword analyzer and, when embeddings are ready, one query embedding; prints
+    nothing (or an empty list) when no trigger matches strongly.
+    """
+
+    def body() -> None:
+        from apus.core import recall_entries
+
+        entries = recall_entries(_ctx().settings(), " ".join(message))
+        if as_json:
+            _json({"entries": [asdict(entry) for entry in entries]})
+            return
+        for entry in entries:
+            click.echo(
+                f"{entry.path}:{entry.start_line}-{entry.end_line}  {entry.score:.2f}  "
+                f"(trigger: {entry.trigger})"
+            )
+            click.echo(f"    {entry.snippet}")
 
     run_guarded(body)

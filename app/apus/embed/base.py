@@ -127,7 +127,8 @@ def probe(embedder: Embedder, timeout_s: float) -> ProbeResult:
 _SECRET_PATTERNS = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
     re.compile(r"(?i)((?:api[_-]?key|token|secret|password|authorization)\s*[=:]\s*)[^\s&,;\"']+"),
-    re.compile(r"\b(sk|pk|rk|hf|gsk|xai)[-_][A-Za-z0-9_-]{8,}"),
+    # Vendor key shapes (sk-..., hf_...): long and with a digit, so `hf_hub_download` survives.
+    re.compile(r"\b(?:sk|pk|rk|hf|gsk|xai)[-_](?=[A-Za-z_-]*\d)[A-Za-z0-9_-]{16,}"),
 )
 _registered_secrets: set[str] = set()
 _registered_lock = threading.Lock()

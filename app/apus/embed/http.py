@@ -33,7 +33,7 @@ def batches(
     for index, text in enumerate(texts):
         estimate = len(text) // _CHARS_PER_TOKEN + 2
         too_many = len(current) >= max_items
-        too_long = max_tokens is not None and current and tokens + estimate > max_tokens
+        too_long = max_tokens is not None and bool(current) and tokens + estimate > max_tokens
         if too_many or too_long:
             yield current
             current, tokens = [], 0

@@ -22,9 +22,10 @@ from apus.errors import ConfigError
 
 LMSTUDIO_DEFAULT_URL = "http://127.0.0.1:1234/v1"
 OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434"
-# A model file of unknown origin may declare a huge context; each input is processed in one
-# micro-batch whose attention buffer grows with its square, so cap what we ask for.
-MAX_UNKNOWN_CONTEXT = 8192
+# A model file of unknown origin may declare a huge context (Qwen3: 32768); each input is
+# processed in one micro-batch whose attention buffer grows with its square, so ask for what
+# the catalogue models use (notes are chunked to ~400 tokens). local.contextSize overrides it.
+MAX_UNKNOWN_CONTEXT = 2048
 _PULL_FIX = "apus models pull"
 
 

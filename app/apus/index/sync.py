@@ -12,7 +12,7 @@ from apus.config import Settings
 from apus.errors import VaultError
 from apus.index.keyword import KeywordIndex
 from apus.index.lock import WriterLock
-from apus.index.store import FileRecord, NewFile, Store
+from apus.index.store import ChunkRecord, FileRecord, NewFile, Store
 from apus.vault.chunk import CHUNKING_VERSION, chunk_note
 from apus.vault.dates import date_from_path
 from apus.vault.markdown import parse_note
@@ -185,6 +185,13 @@ class Indexer:
         touched_file_ids: list[int] = []
         removed_ids: list[int] = []
 
+        def apply_keyword(remove: list[int], add: list[ChunkRecord], generation: int) -> None:
+            nonlocal rebuild_keyword
+            try:
+                keyword.apply(remove_file_ids=remove, add_chunks=add, generation=generation)
+            except Exception:  # damage that opening did not show (Whoosh raises many types)
+                rebuild_keyword = True  # the store is committed: Whoosh is rebuilt from it below
+
         def flush(batch: list[NewFile], renames: list[_Rename]) -> None:
             with store.transaction():
                 ids: list[int] = []
@@ -204,10 +211,10 @@ class Indexer:
                 generation = store.bump_generation()
             if not rebuild_keyword:
                 old_ids = [known[new.path].id for new in batch if new.path in known]
-                keyword.apply(
-                    remove_file_ids=old_ids + [rename[0].id for rename in renames],
-                    add_chunks=list(store.iter_chunks(ids)),
-                    generation=generation,
+                apply_keyword(
+                    old_ids + [rename[0].id for rename in renames],
+                    list(store.iter_chunks(ids)),
+                    generation,
                 )
             touched_file_ids.extend(ids)
 
@@ -270,6 +277,8 @@ class Indexer:
             store.set_meta("last_sync", str(time.time()))
             store.set_meta("chunking", signature)
             generation = store.bump_generation() if removed_ids else store.generation()
+        if removed_ids and not rebuild_keyword:
+            apply_keyword(removed_ids, [], generation)
         if rebuild_keyword:
             emit(SyncProgress("keyword", 0, store.counts()[1]))
             try:
@@ -281,8 +290,6 @@ class Indexer:
             except InterruptedError as exc:  # the rebuild's own way of saying "cancelled"
                 raise SyncCancelled from exc
             report.keyword_rebuilt = True
-        elif removed_ids:
-            keyword.apply(remove_file_ids=removed_ids, add_chunks=[], generation=generation)
         report.skipped = sorted(skipped, key=lambda s: s.rel_path)
         report.chunks = store.counts()[1]
 

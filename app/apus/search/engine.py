@@ -12,7 +12,7 @@ from typing import Literal
 
 from apus.config import Settings
 from apus.errors import IndexBusyError
-from apus.index.keyword import KeywordIndex
+from apus.index.keyword import KeywordIndex, KeywordState
 from apus.index.lock import WriterLock
 from apus.index.store import ChunkRecord, Store
 from apus.search.hybrid import merge_legs
@@ -159,12 +159,17 @@ class Searcher:
 
     # -- the keyword leg ----------------------------------------------------------------
 
-    def _keyword_ready(self) -> tuple[bool, str, int]:
-        """Make sure the keyword index reflects the store; rebuild it if it cannot."""
+    def _keyword_ready(self, *, damaged: bool = False) -> tuple[bool, str, int]:
+        """Make sure the keyword index reflects the store; rebuild it if it cannot.
+
+        `damaged`: a search just failed on it, so rebuild even though it opens.
+        """
         generation = self._with_store(lambda s: s.generation(), None)
         if generation is None:
             return False, "the vault has not been indexed yet (run `apus memory index`)", 0
         state = self._keyword.state()
+        if damaged:
+            state = KeywordState(False, None, "keyword index damaged")
         if state.usable and state.generation == generation:
             return True, "", int(generation)  # type: ignore[arg-type]
         try:
@@ -187,7 +192,13 @@ class Searcher:
         ready, reason, generation = self._keyword_ready()
         if not ready:
             return {}, LegReport(False, reason)
-        hits = dict(self._keyword.search(terms, k, generation))
+        try:
+            hits = dict(self._keyword.search(terms, k, generation))
+        except Exception:  # damage that opening the index did not show (Whoosh raises many types)
+            ready, reason, generation = self._keyword_ready(damaged=True)
+            if not ready:
+                return {}, LegReport(False, reason)
+            hits = dict(self._keyword.search(terms, k, generation))
         ms = (time.perf_counter() - started) * 1000
         return hits, LegReport(True, reason, len(hits), ms)
 
@@ -239,7 +250,13 @@ class Searcher:
 
         path_files = self._with_store(lambda s: s.files_named([fold(query)]), [])
         hits = self._rank(
-            query, terms, vector_hits, text_hits or {}, path_files, options, limit,  # type: ignore[arg-type]
+            query,
+            terms,
+            vector_hits,
+            text_hits or {},
+            path_files,
+            options,
+            limit,  # type: ignore[arg-type]
             keyword_ran=legs["keyword"].ran,
         )
         return SearchResponse(

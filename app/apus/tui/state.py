@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from apus.search.engine import LegReport
 
-State = Literal["ready", "rebuilding", "keyword-only", "paused", "off", "unknown"]
+State = Literal["ready", "rebuilding", "keyword-only", "paused", "unavailable", "off", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -53,15 +53,21 @@ def provider_view(
         text = "rebuilding" if percent is None else f"rebuilding {percent}%"
         return ProviderView("rebuilding", text, reason)
     if state == "keyword-only":
-        return ProviderView("keyword-only", f"keyword-only: {reason or 'embeddings unavailable'}",
-                            fix or reason)
+        return ProviderView(
+            "keyword-only", f"keyword-only: {reason or 'embeddings unavailable'}", fix or reason
+        )
+    if state == "unavailable":
+        return ProviderView("unavailable", f"unavailable: {reason}", fix or reason)
     if state == "paused":
         return ProviderView("paused", f"paused: {fix or reason}", reason)
     return ProviderView("off", "keyword search (embeddings off)", reason)
 
 
 def progress_percent(progress: object) -> int | None:
-    """A whole percentage from {"done": n, "total": m} or a 0..1 fraction."""
+    """A whole percentage from "42%", {"done": n, "total": m} or a 0..1 fraction."""
+    if isinstance(progress, str):
+        text = progress.strip().removesuffix("%")
+        return int(float(text)) if text.replace(".", "", 1).isdigit() else None
     if isinstance(progress, Mapping):
         done, total = progress.get("done"), progress.get("total")
         if isinstance(done, int | float) and isinstance(total, int | float) and total > 0:
@@ -77,6 +83,7 @@ class BackgroundWork:
     """A long job the status bar shows with a progress bar (total 0: size not known yet)."""
 
     label: str
+    phase: str = ""  # the domain's phase name: scan, index, keyword, embed, download
     done: int = 0
     total: int = 0
     eta_seconds: float | None = None

@@ -18,6 +18,8 @@ _HEADING_CUT_MIN_FILL = 0.5
 
 @dataclass(frozen=True)
 class Chunk:
+    """A passage of a note sized for one embedding, and where it sits in the file."""
+
     ordinal: int  # 0-based position within the note
     text: str
     start_line: int  # 1-based, inclusive, line numbers of the file

@@ -99,10 +99,18 @@ def pull_model(
                     progress(manifest.size, manifest.size)
                 return final
         part = final.with_name(f"{manifest.file}.{manifest.revision[:12]}.part")
-        _transfer(manifest, part, progress=progress, cancel=cancel, retries=retries)
+        try:
+            _transfer(manifest, part, progress=progress, cancel=cancel, retries=retries)
+        except OSError as exc:  # the disk, not the network (httpx errors are not OSError)
+            raise DownloadError(
+                f"Cannot write {part}: {exc.strerror or exc}.",
+                fix=f"free some disk space, then run `apus models pull {manifest.name}`",
+            ) from exc
         _check(part, manifest, label="the downloaded file")
         os.replace(part, final)
         _write_verified(final, manifest.sha256)
+        for stale in final.parent.glob(f"{manifest.file}.*.part"):
+            stale.unlink(missing_ok=True)  # partial files of earlier revisions
         return final
 
 

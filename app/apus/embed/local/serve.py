@@ -117,6 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Started before the model loads: a client that dies during a slow load still ends us.
     threading.Thread(target=watchdog.run, name="apus-serve-watchdog", daemon=True).start()
 
+    # llama-cpp-python's create_app() obeys a CONFIG_FILE variable over its arguments; a
+    # user's unrelated CONFIG_FILE must not replace the model and key chosen here.
+    os.environ.pop("CONFIG_FILE", None)
+
     import llama_cpp
     import uvicorn
     from llama_cpp.server.app import create_app
@@ -142,10 +146,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads > 0:
         model_options["n_threads"] = args.threads
         model_options["n_threads_batch"] = args.threads
-    app = create_app(
-        server_settings=ServerSettings(host=args.host, port=args.port, api_key=api_key),
-        model_settings=[ModelSettings(**model_options)],
-    )
+    try:
+        app = create_app(
+            server_settings=ServerSettings(host=args.host, port=args.port, api_key=api_key),
+            model_settings=[ModelSettings(**model_options)],
+        )
+    except Exception as exc:  # the parent shows this log's error lines to the user
+        log.error("cannot load model %s: %s", args.model.name, exc)
+        _forget_state(args.state_file)
+        return 3
 
     @app.middleware("http")
     async def note_use(request: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -29,12 +31,15 @@ from apus import paths
 from apus.embed.base import EmbeddingUnavailable, register_secret
 from apus.embed.local import procs
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
-from apus.embed.local.serve import API_KEY_ENV
+from apus.embed.local.serve import API_KEY_ENV, client_pids
+
+log = logging.getLogger(__name__)
 
 _READY_PATH = "/v1/models"
 _ATTACH_PROBE_TIMEOUT_S = 3.0
 _BACKOFF_CAP_S = 30.0
 _LOG_TAIL_LINES = 15
+_ERROR_WORDS = re.compile(r"error|failed|cannot|abort|assert|exception", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -149,8 +154,12 @@ class ManagedServer:
                 if shared is not None and shared.instance == state.instance:
                     # Our server died without removing its state file: it crashed.
                     self._crashes += 1
-                    self._not_before = max(self._not_before, time.monotonic() + self._backoff())
+                    backoff = self._backoff()
+                    self._not_before = max(self._not_before, time.monotonic() + backoff)
                     self._status = "crashed"
+                    log.warning(
+                        "embedding server pid %d is gone; restarting in %.0fs", state.pid, backoff
+                    )
             self._drop_registration()
             self._state = None
             return self._attach_or_start()
@@ -164,7 +173,7 @@ class ManagedServer:
     def request_failed(self) -> None:
         """A request could not reach the server; the next ensure_running() re-checks it."""
         with self._thread_lock:
-            if self._state is not None and not self._alive(self._state):
+            if self._state is not None and not self._process_alive(self._state):
                 self._status = "crashed"
 
     def describe(self) -> dict[str, Any]:
@@ -189,7 +198,7 @@ class ManagedServer:
             if state is None:
                 return
             clients_dir = Path(state.clients_dir)
-            if not procs.pid_alive(state.pid) or self._live_clients(clients_dir):
+            if not procs.pid_alive(state.pid) or client_pids(clients_dir):
                 return
             self._stop_process(state)
 
@@ -223,6 +232,7 @@ class ManagedServer:
             try:
                 state = self._start()
             except EmbeddingUnavailable as exc:
+                log.error("embedding server did not start: %s", exc.reason)
                 self._last_error = exc
                 self._status = "failed"
                 self._crashes += 1
@@ -313,6 +323,14 @@ class ManagedServer:
             log_file=str(log_file),
         )
         procs.write_private_json(self.state_file, asdict(state))
+        log.info(
+            "embedding server ready in %.1fs: pid %d, port %d, %s, model %s",
+            time.time() - started,
+            state.pid,
+            port,
+            state.device,
+            spec.model_path.name,
+        )
         return state
 
     def _wait_ready(
@@ -345,7 +363,7 @@ class ManagedServer:
                 pause = min(pause * 1.5, 0.25)
 
     def _startup_failure(self, code: int, log_file: Path) -> Exception:
-        log_tail = procs.tail(log_file, lines=_LOG_TAIL_LINES)
+        log_tail = procs.tail(log_file, lines=200, max_bytes=65536)
         if "address already in use" in log_tail.lower():
             return _PortTaken(
                 EmbeddingUnavailable(f"the embedding server could not bind its port:\n{log_tail}")
@@ -353,7 +371,7 @@ class ManagedServer:
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         return EmbeddingUnavailable(
             f"the embedding server {how} while loading {self.spec.model_path.name} "
-            f"(log: {log_file}):\n{log_tail}",
+            f"(log: {log_file}):\n{_error_lines(log_tail)}",
             fix="apus models pull  (re-download the model), or set "
             "memory.search.local.modelPath to a working GGUF embedding model",
         )
@@ -441,12 +459,6 @@ class ManagedServer:
                 self._client_file.unlink()
             self._client_file = None
 
-    @staticmethod
-    def _live_clients(clients_dir: Path) -> bool:
-        from apus.embed.local.serve import client_pids
-
-        return bool(client_pids(clients_dir))
-
     def _backoff(self) -> float:
         return min(2.0 ** max(self._crashes - 1, 0), _BACKOFF_CAP_S)
 
@@ -457,6 +469,13 @@ class ManagedServer:
     def _shared_lock(self) -> Iterator[None]:
         with FileLock(str(self._lock_file)):
             yield
+
+
+def _error_lines(log_text: str) -> str:
+    """The log lines that say what went wrong (llama.cpp's own words), else the last lines."""
+    lines = log_text.splitlines()
+    errors = [line for line in lines if _ERROR_WORDS.search(line)]
+    return "\n".join(errors[-_LOG_TAIL_LINES:] or lines[-_LOG_TAIL_LINES:])
 
 
 class _PortTaken(Exception):

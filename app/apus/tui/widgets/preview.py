@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Markdown, Static
@@ -32,7 +33,7 @@ class NotePreview(VerticalScroll, can_focus=True):
     }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("e", "edit", "Edit", id="edit_note", tooltip="Open the note in $EDITOR here"),
     ]
 
@@ -53,29 +54,25 @@ class NotePreview(VerticalScroll, can_focus=True):
         self.query_one("#preview-title", Static).update(self.placeholder)
         self.query_one(Markdown).update("")
 
-    def show_note(
-        self, vault: Path, rel_path: str, start_line: int = 0, end_line: int = 0
-    ) -> None:
+    def show_note(self, vault: Path, rel_path: str, start_line: int = 0, end_line: int = 0) -> None:
         """Load and render a note; lines are 1-based file lines, 0 means no passage."""
-        self._load(vault, rel_path, start_line, end_line)
+        self._load_note(vault, rel_path, start_line, end_line)
 
     @work(exclusive=True, group="preview", exit_on_error=False)
-    async def _load(self, vault: Path, rel_path: str, start_line: int, end_line: int) -> None:
+    async def _load_note(self, vault: Path, rel_path: str, start_line: int, end_line: int) -> None:
         document = await asyncio.to_thread(
             load_note, vault, rel_path, focus_line=max(1, start_line)
         )
-        await self._render(document, start_line, end_line)
+        await self._display_note(document, start_line, end_line)
 
-    async def _render(self, document: NoteDocument, start_line: int, end_line: int) -> None:
+    async def _display_note(self, document: NoteDocument, start_line: int, end_line: int) -> None:
         self.document = document
         self.start_line, self.end_line = max(1, start_line), max(1, end_line)
         heading = Content.assemble(
             (document.title, "bold $text-primary"), "\n", (document.rel_path, "$text-muted")
         )
         if start_line:
-            heading = heading + Content.styled(
-                f"  lines {start_line}–{end_line}", "$text-muted"
-            )
+            heading = heading + Content.styled(f"  lines {start_line}–{end_line}", "$text-muted")
         if document.clipped:
             heading = heading + Content.styled(
                 "  (long note: showing the part around the passage)", "$text-warning"

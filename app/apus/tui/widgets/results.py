@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from typing import ClassVar
+
+from textual.binding import Binding, BindingType
 from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -39,7 +41,7 @@ def _leg_color(leg: str) -> str:
 class ResultList(OptionList):
     """Hits of the current query; Enter reads a note, `e` edits it."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("e", "edit", "Edit", id="edit_note", tooltip="Open the note in $EDITOR here"),
     ]
 

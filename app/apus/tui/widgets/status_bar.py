@@ -14,18 +14,18 @@ _ICONS = {
     "rebuilding": "◐",
     "keyword-only": "○",
     "paused": "‖",
+    "unavailable": "✗",
     "off": "○",
     "unknown": "…",
 }
 
 
 class StatusBar(Horizontal):
-    """Follows the app's `provider`, `counts` and `work` reactives."""
+    """Follows the app's `provider`, `counts` and `background` reactives."""
 
     DEFAULT_CSS = """
     StatusBar {
         height: 1;
-        dock: bottom;
         background: $panel;
         padding: 0 1;
     }
@@ -38,6 +38,7 @@ class StatusBar(Horizontal):
     StatusBar #status-provider.-rebuilding { color: $text-warning; }
     StatusBar #status-provider.-keyword-only { color: $text-warning; }
     StatusBar #status-provider.-paused { color: $text-error; }
+    StatusBar #status-provider.-unavailable { color: $text-error; }
     StatusBar #status-provider.-off { color: $text-muted; }
     StatusBar #status-counts { width: auto; color: $text-muted; }
     StatusBar #status-spacer { width: 1fr; margin: 0; }
@@ -56,7 +57,7 @@ class StatusBar(Horizontal):
     def on_mount(self) -> None:
         self.watch(self.app, "provider", self.show_provider)
         self.watch(self.app, "counts", self.show_counts)
-        self.watch(self.app, "work", self.show_work)
+        self.watch(self.app, "background", self.show_work)
 
     def show_provider(self, view: ProviderView) -> None:
         label = self.query_one("#status-provider", Label)

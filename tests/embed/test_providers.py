@@ -1,4 +1,4 @@
-"""Remote providers against a real recording HTTP server: exact texts, labels, shapes, errors."""
+"""Providers against real HTTP servers and files: texts, labels, shapes, errors, resolution."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.recording_server import RecordingServer, vector_for
 
 from apus.config import LocalSettings, RemoteSettings, SearchSettings
 from apus.embed.base import (
@@ -17,12 +16,17 @@ from apus.embed.base import (
     EmbeddingIdentity,
     EmbeddingRequestError,
     probe,
+    redact,
+    register_secret,
 )
+from apus.embed.local.catalog import DEFAULT_MODEL, get_manifest
+from apus.embed.local.download import model_path, quarantine_dir
 from apus.embed.providers import (
     LMSTUDIO_DEFAULT_URL,
     create_embedder,
     resolve_provider,
 )
+from support.recording_server import RecordingServer, vector_for
 
 API_KEY = "sk-test-0123456789abcdef"
 
@@ -230,3 +234,28 @@ def test_a_local_model_path_that_is_not_gguf_is_keyword_only(tmp_path: Path) -> 
     )
     assert resolution.state == "keyword-only"
     assert "not a usable GGUF" in resolution.reason
+
+
+def test_a_damaged_catalogue_model_is_quarantined_and_keyword_only() -> None:
+    manifest = get_manifest(DEFAULT_MODEL)
+    path = model_path(manifest)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"GGUF" + b"\0" * 1000)  # an interrupted copy: far too short
+    resolution = resolve_provider(SearchSettings(provider="local"))
+    assert resolution.state == "keyword-only"
+    assert "failed verification" in resolution.reason
+    assert f"apus models pull {DEFAULT_MODEL}" in resolution.reason
+    assert not path.exists()
+    assert len(list(quarantine_dir().iterdir())) == 1
+
+
+def test_redaction_hides_keys_but_keeps_ordinary_words() -> None:
+    register_secret("s3cret-server-key")
+    text = redact(
+        "Authorization: Bearer abc.def and s3cret-server-key and "
+        "hf_AbCdEfGh1234567890XyZ in hf_hub_download"
+    )
+    assert "abc.def" not in text
+    assert "s3cret-server-key" not in text
+    assert "hf_AbCdEfGh1234567890XyZ" not in text
+    assert "hf_hub_download" in text

@@ -1,0 +1,5 @@
+"""`python -m apus`: the same as the `apus` command."""
+
+from apus.cli import main
+
+main(prog_name="apus")

@@ -1,0 +1,130 @@
+"""Trigger recall: match a message against the `triggers` of the trusted notes only.
+
+Only root `MEMORY.md` and `USER.md` qualify: they are curated by the user, so surfacing them
+unasked is safe; daily notes and imports stay behind explicit search. Trigger vectors are
+embedded at index time, so recall costs at most one query embedding and no other model call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from apus.embed.base import Embedder, EmbeddingIdentity
+from apus.index.store import FileRecord, Store
+from apus.index.vectors import cache_key
+from apus.search.snippet import make_snippet
+from apus.vault.text import tokenize
+
+TRUSTED_FILES = ("MEMORY.md", "USER.md")
+MAX_ENTRIES = 3
+# Strong match, hybrid: 0.7·cosine + 0.3·coverage. A paraphrase of a trigger scores about
+# 0.7+ with EmbeddingGemma while an unrelated message stays under 0.5.
+STRONG_HYBRID = 0.62
+# Strong match, keyword only: nearly every word of the trigger must be in the message.
+STRONG_KEYWORD = 0.75
+
+
+@dataclass(frozen=True)
+class RecallEntry:
+    path: str
+    trigger: str
+    score: float
+    keyword: float  # share of the trigger's words found in the message
+    vector: float | None  # cosine between message and trigger, None when not embedded
+    start_line: int
+    end_line: int
+    snippet: str
+
+
+def trusted_files(store: Store) -> list[FileRecord]:
+    return [record for path in TRUSTED_FILES if (record := store.file_by_path(path))]
+
+
+def trigger_text(embedder: Embedder, trigger: str) -> str:
+    """Triggers are embedded as short documents, the message as a query."""
+    return embedder.document_text(trigger, None)
+
+
+def embed_triggers(store: Store, embedder: Embedder, identity: EmbeddingIdentity) -> int:
+    """Make sure every trusted trigger has a cached vector; returns how many were embedded."""
+    texts = [trigger_text(embedder, t) for record in trusted_files(store) for t in record.triggers]
+    keys = [cache_key(identity, text) for text in texts]
+    cached = store.cached_vectors(keys)
+    todo = [i for i, key in enumerate(keys) if key not in cached]
+    if not todo:
+        return 0
+    vectors = embedder.embed([texts[i] for i in todo], kind="document")
+    with store.transaction():
+        store.put_vectors((keys[i], vectors[row]) for row, i in enumerate(todo))
+    return len(todo)
+
+
+def recall(
+    store: Store,
+    message: str,
+    *,
+    embedder: Embedder | None = None,
+    vector_weight: float = 0.7,
+) -> list[RecallEntry]:
+    message_terms = {token.term for token in tokenize(message)}
+    if not message_terms:
+        return []
+    query_vector: np.ndarray | None = None
+    identity = None
+    if embedder is not None:
+        identity = embedder.identity
+        query_vector = embedder.embed([embedder.query_text(message)], kind="query")[0]
+    entries: list[RecallEntry] = []
+    for record in trusted_files(store):
+        for trigger in record.triggers:
+            terms = {token.term for token in tokenize(trigger)}
+            coverage = len(terms & message_terms) / len(terms) if terms else 0.0
+            cosine: float | None = None
+            if query_vector is not None and identity is not None and embedder is not None:
+                key = cache_key(identity, trigger_text(embedder, trigger))
+                vector = store.cached_vectors([key]).get(key)
+                if vector is not None:
+                    cosine = float(np.dot(query_vector, vector))
+            if cosine is None:
+                score, strong = coverage, coverage >= STRONG_KEYWORD
+            else:
+                score = vector_weight * max(cosine, 0.0) + (1 - vector_weight) * coverage
+                strong = score >= STRONG_HYBRID or coverage >= 0.999
+            if strong:
+                entries.append(
+                    _entry(store, record, trigger, score, coverage, cosine, message_terms)
+                )
+    entries.sort(key=lambda e: e.score, reverse=True)
+    # One entry per passage: two triggers pointing at the same section say the same thing.
+    unique: dict[tuple[str, int], RecallEntry] = {}
+    for entry in entries:
+        unique.setdefault((entry.path, entry.start_line), entry)
+    return list(unique.values())[:MAX_ENTRIES]
+
+
+def _entry(
+    store: Store,
+    record: FileRecord,
+    trigger: str,
+    score: float,
+    coverage: float,
+    cosine: float | None,
+    message_terms: set[str],
+) -> RecallEntry:
+    """The file's chunk sharing most words with trigger + message, as a compact entry."""
+    wanted = frozenset(message_terms | {t.term for t in tokenize(trigger)})
+    chunks = list(store.iter_chunks([record.id]))
+    chunk = max(chunks, key=lambda c: len(wanted & {t.term for t in tokenize(c.text)}))
+    snippet = make_snippet(chunk.text, wanted, width=200)
+    return RecallEntry(
+        path=record.path,
+        trigger=trigger,
+        score=round(score, 4),
+        keyword=round(coverage, 4),
+        vector=None if cosine is None else round(cosine, 4),
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        snippet=snippet.text,
+    )

@@ -1,0 +1,170 @@
+"""Browse the vault: a tree of notes, recently changed notes, and dated notes by day."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.content import Content
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DirectoryTree, Footer, OptionList, TabbedContent, TabPane, Tree
+from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
+
+from apus.tui.errors import notify_worker_error
+from apus.tui.format import day_label
+from apus.tui.messages import OpenInReader
+from apus.tui.widgets.preview import NotePreview
+from apus.tui.widgets.status_bar import StatusBar
+from apus.tui.widgets.trees import NotesTree
+from apus.vault.dates import date_from_path
+from apus.vault.scan import ScannedFile, scan_roots
+
+if TYPE_CHECKING:
+    from apus.tui.app import ApusApp
+
+RECENT_LIMIT = 100
+
+
+@dataclass(frozen=True)
+class VaultListing:
+    """Notes ordered for the Recent and By day tabs."""
+
+    recent: list[ScannedFile]
+    by_day: list[tuple[dt.date, list[str]]]  # newest day first
+
+
+def list_vault(files: list[ScannedFile]) -> VaultListing:
+    recent = sorted(files, key=lambda f: (-f.mtime_ns, f.rel_path))[:RECENT_LIMIT]
+    days: dict[dt.date, list[str]] = defaultdict(list)
+    for scanned in files:
+        day = date_from_path(scanned.rel_path)
+        if day is not None:
+            days[day].append(scanned.rel_path)
+    by_day = [(day, sorted(days[day])) for day in sorted(days, reverse=True)]
+    return VaultListing(recent, by_day)
+
+
+class BrowseScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "f",
+            "read",
+            "Full screen",
+            id="read_note",
+            tooltip="Read the previewed note full-screen",
+        ),
+    ]
+
+    @dataclass
+    class Listed(Message):
+        listing: VaultListing
+
+    @property
+    def apus(self) -> ApusApp:
+        return cast("ApusApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="browse-body"):
+            with TabbedContent(id="browse-tabs"):
+                with TabPane("Folders", id="tab-folders"):
+                    yield NotesTree(self.apus.vault, id="notes-tree")
+                with TabPane("Recent", id="tab-recent"):
+                    yield OptionList(id="recent")
+                with TabPane("By day", id="tab-days"):
+                    yield Tree("Dated notes", id="days")
+            yield NotePreview(placeholder="Choose a note to preview it here.", id="preview")
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#days", Tree).show_root = False
+        self.watch(self.app, "results_generation", lambda _g: self.refresh_listing(), init=False)
+        self.watch(self.app, "vault_generation", self._vault_changed, init=False)
+        self.refresh_listing()
+
+    def refresh_listing(self) -> None:
+        self._list()
+
+    @work(thread=True, exclusive=True, group="listing", exit_on_error=False)
+    def _list(self) -> None:
+        settings = self.apus.settings
+        scan = scan_roots(
+            settings.vault_path(),
+            settings.extra_roots(),
+            max_file_bytes=settings.search.sync.max_file_bytes,
+        )
+        self.post_message(self.Listed(list_vault(scan.files)))
+
+    def on_browse_screen_listed(self, message: Listed) -> None:
+        recent = self.query_one("#recent", OptionList)
+        recent.set_options(
+            Option(_recent_label(scanned), id=scanned.rel_path)
+            for scanned in message.listing.recent
+        )
+        days = self.query_one("#days", Tree)
+        days.clear()
+        month_node = None
+        month = None
+        for index, (day, paths) in enumerate(message.listing.by_day):
+            if (day.year, day.month) != month:
+                month = (day.year, day.month)
+                month_node = days.root.add(day.strftime("%B %Y"), expand=index == 0)
+            assert month_node is not None
+            for rel_path in paths:
+                month_node.add_leaf(f"{day_label(day)}  {rel_path}", data=rel_path)
+
+    def _vault_changed(self, _generation: int) -> None:
+        self.query_one(NotesTree).path = self.apus.vault
+        self.query_one(NotePreview).clear()
+        self.refresh_listing()
+
+    def _preview(self, rel_path: str) -> None:
+        self.query_one(NotePreview).show_note(self.apus.vault, rel_path)
+
+    @on(DirectoryTree.FileSelected, "#notes-tree")
+    def _file_selected(self, event: DirectoryTree.FileSelected) -> None:
+        path = event.path.resolve()
+        vault = self.apus.vault
+        if path.is_relative_to(vault):
+            self._preview(path.relative_to(vault).as_posix())
+
+    @on(OptionList.OptionHighlighted, "#recent")
+    def _recent_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option.id:
+            self._preview(event.option.id)
+
+    @on(OptionList.OptionSelected, "#recent")
+    def _recent_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.post_message(OpenInReader(event.option.id))
+
+    @on(Tree.NodeHighlighted, "#days")
+    def _day_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
+        if event.node.data:
+            self._preview(event.node.data)
+
+    def action_read(self) -> None:
+        document = self.query_one(NotePreview).document
+        if document is not None:
+            self.post_message(OpenInReader(document.rel_path))
+
+    def selected_path(self) -> str | None:
+        document = self.query_one(NotePreview).document
+        return document.rel_path if document is not None else None
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            notify_worker_error(self.app, event.worker)
+
+
+def _recent_label(scanned: ScannedFile) -> Content:
+    changed = dt.datetime.fromtimestamp(scanned.mtime_ns / 1e9).strftime("%Y-%m-%d %H:%M")
+    return Content.assemble((scanned.rel_path, ""), "\n", (f"changed {changed}", "$text-muted"))

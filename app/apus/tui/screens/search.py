@@ -1,0 +1,251 @@
+"""The search screen: type a query, get keyword hits at once, then hybrid hits, and a preview."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Input, Label, OptionList, Static
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from apus.search.engine import SearchHit, SearchOptions, SearchResponse
+from apus.tui.errors import notify_worker_error
+from apus.tui.format import plural
+from apus.tui.messages import OpenInReader
+from apus.tui.widgets.preview import NotePreview
+from apus.tui.widgets.results import ResultList
+from apus.tui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:
+    from apus.tui.app import ApusApp
+
+# Long enough to skip the intermediate states of a fast typist, short enough to feel instant.
+SEARCH_DEBOUNCE_S = 0.08
+# Moving through results with the arrow keys should not render every note passed over.
+PREVIEW_DEBOUNCE_S = 0.06
+
+
+class SearchScreen(Screen[None]):
+    """Results as you type: keyword first, then hybrid when embeddings can answer."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "escape",
+            "clear_or_focus",
+            "Clear",
+            id="clear_search",
+            tooltip="Clear the query (or go back to the search box)",
+        ),
+        Binding("slash", "focus_query", "Find", id="focus_search", tooltip="Go to the search box"),
+        Binding("down", "focus_results", "Results", id="to_results", show=False),
+    ]
+
+    @dataclass
+    class ResultsReady(Message):
+        """A search finished; `final` is False for the keyword pass when hybrid follows."""
+
+        query: str
+        response: SearchResponse
+        final: bool
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query_text = ""
+        self.response: SearchResponse | None = None
+        self._search_timer: Timer | None = None
+        self._preview_timer: Timer | None = None
+        self._previewed: tuple[str, int, int] | None = None
+
+    @property
+    def apus(self) -> ApusApp:
+        return cast("ApusApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="query-row"):
+            yield Input(placeholder="Search your notes…", id="query")
+            yield Label("", id="search-info", markup=False)
+        with Horizontal(id="search-body"):
+            with Vertical(id="results-pane"):
+                yield Static("", id="results-message", markup=False)
+                yield ResultList(id="results")
+            yield NotePreview(placeholder="Select a result to preview it here.", id="preview")
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "results_generation", self._index_changed, init=False)
+        self.watch(self.app, "vault_generation", self._vault_changed, init=False)
+        self.watch(self.app, "counts", self._counts_changed)
+        self.query_one("#query", Input).focus()
+
+    # -- typing and searching -----------------------------------------------------------
+
+    @on(Input.Changed, "#query")
+    def _query_changed(self, event: Input.Changed) -> None:
+        self.query_text = event.value
+        if self._search_timer is not None:
+            self._search_timer.stop()
+        if not event.value.strip():
+            self.workers.cancel_group(self, "search")
+            self._show_empty()
+            return
+        self._search_timer = self.set_timer(SEARCH_DEBOUNCE_S, self.run_search)
+
+    def run_search(self) -> None:
+        """Search the current query now (cancelling any search still running)."""
+        query = self.query_text.strip()
+        if query:
+            self._search(query, self.apus.search_options())
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def _search(self, query: str, options: SearchOptions) -> None:
+        worker = get_current_worker()
+        searcher = self.apus.searcher()
+        first = searcher.search(query, replace(options, mode="keyword"))
+        if worker.is_cancelled:
+            return
+        try:
+            then_hybrid = options.mode == "hybrid" and self.apus.vector_available(searcher)
+        except Exception:
+            # An unreachable remote provider raises here; show the keyword results along
+            # with the error notification.
+            self.post_message(self.ResultsReady(query, first, final=True))
+            raise
+        self.post_message(self.ResultsReady(query, first, final=not then_hybrid))
+        if not then_hybrid:
+            return
+        second = searcher.search(query, options)
+        if not worker.is_cancelled:
+            self.post_message(self.ResultsReady(query, second, final=True))
+
+    def on_search_screen_results_ready(self, message: ResultsReady) -> None:
+        if message.query != self.query_text.strip():
+            return  # the user typed on; a newer search is coming
+        response = message.response
+        if response.mode == "hybrid" and "vector" in response.legs:
+            self.apus.note_vector_leg(response.legs["vector"])
+        self.response = response
+        results = self.query_one(ResultList)
+        results.show_hits(response.hits)
+        self._show_info(response, message.final)
+        self._show_message(response)
+        hit = results.highlighted_hit
+        if hit is None:
+            self._previewed = None
+            self.query_one(NotePreview).clear()
+        else:
+            self._preview(hit)
+
+    def _show_info(self, response: SearchResponse, final: bool) -> None:
+        kind = "keyword" if response.mode == "keyword" else "hybrid"
+        vector = response.legs.get("vector")
+        if response.mode == "hybrid" and vector is not None and not vector.ran:
+            kind = "keyword only"
+        pending = "" if final else " · meaning…"
+        info = f"{plural(len(response.hits), 'hit')} · {kind} · {response.ms:.0f} ms{pending}"
+        self.query_one("#search-info", Label).update(info)
+
+    def _show_message(self, response: SearchResponse) -> None:
+        message = self.query_one("#results-message", Static)
+        keyword = response.legs.get("keyword")
+        if response.hits:
+            message.display = False
+            return
+        message.display = True
+        if keyword is not None and not keyword.ran:
+            message.update(f"Keyword search is not ready: {keyword.reason}.")
+        else:
+            message.update(f"No notes match “{response.query}”.")
+
+    def _show_empty(self) -> None:
+        self.response = None
+        self.query_one(ResultList).show_hits([])
+        self.query_one("#search-info", Label).update("")
+        self._counts_changed(self.apus.counts)
+        self.query_one("#results-message", Static).display = True
+
+    def _counts_changed(self, counts: str) -> None:
+        if self.query_text.strip():
+            return
+        where = f" ({counts})" if counts else ""
+        self.query_one("#results-message", Static).update(
+            f"Type to search your notes{where}.\n\n"
+            "↓ moves into the results, Enter reads a note full-screen, "
+            "e opens it in your editor, Ctrl+P lists every command."
+        )
+
+    def _index_changed(self, _generation: int) -> None:
+        self.run_search()
+
+    def _vault_changed(self, _generation: int) -> None:
+        self._previewed = None
+        self.query_one(NotePreview).clear()
+        if self.query_text.strip():
+            self.run_search()
+        else:
+            self._show_empty()
+
+    # -- preview and reading ------------------------------------------------------------
+
+    @on(OptionList.OptionHighlighted, "#results")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        hit = self.query_one(ResultList).hit_for(event.option)
+        if hit is None:
+            return
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(PREVIEW_DEBOUNCE_S, lambda: self._preview(hit))
+
+    def _preview(self, hit: SearchHit) -> None:
+        key = (hit.path, hit.start_line, hit.end_line)
+        if key == self._previewed:
+            return
+        self._previewed = key
+        self.query_one(NotePreview).show_note(
+            self.apus.vault, hit.path, hit.start_line, hit.end_line
+        )
+
+    @on(OptionList.OptionSelected, "#results")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        hit = self.query_one(ResultList).hit_for(event.option)
+        if hit is not None:
+            self.post_message(OpenInReader(hit.path, hit.start_line, hit.end_line))
+
+    @on(Input.Submitted, "#query")
+    def _submitted(self, _event: Input.Submitted) -> None:
+        hit = self.query_one(ResultList).highlighted_hit
+        if hit is not None:
+            self.post_message(OpenInReader(hit.path, hit.start_line, hit.end_line))
+
+    # -- actions --------------------------------------------------------------------------
+
+    def action_clear_or_focus(self) -> None:
+        query = self.query_one("#query", Input)
+        if query.has_focus:
+            query.value = ""
+        else:
+            query.focus()
+
+    def action_focus_query(self) -> None:
+        self.query_one("#query", Input).focus()
+
+    def action_focus_results(self) -> None:
+        results = self.query_one(ResultList)
+        if results.option_count:
+            results.focus()
+
+    def selected_path(self) -> str | None:
+        """The note the user is looking at (for commands such as copy path)."""
+        hit = self.query_one(ResultList).highlighted_hit
+        return hit.path if hit is not None else None
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            notify_worker_error(self.app, event.worker)

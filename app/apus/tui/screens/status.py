@@ -1,0 +1,133 @@
+"""The status screen: what `apus memory status --deep` reports, refreshed on demand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+from apus.index.status import IndexStatus
+from apus.tui.errors import notify_worker_error
+from apus.tui.format import home_relative, plural, size_text
+from apus.tui.widgets.status_bar import StatusBar
+
+if TYPE_CHECKING:
+    from apus.tui.app import ApusApp
+
+_LABEL_WIDTH = 12
+_LIST_LIMIT = 30
+
+
+def status_content(status: IndexStatus, *, probing: bool = False) -> Content:
+    """The status as aligned `Label  value` lines, like the command line prints it."""
+    lines: list[Content] = []
+
+    def row(label: str, value: str | Content, style: str = "") -> None:
+        body = value if isinstance(value, Content) else Content.styled(value, style)
+        lines.append(Content.assemble((label.ljust(_LABEL_WIDTH), "bold"), body))
+
+    row("Vault", home_relative(status.vault))
+    row("Index", home_relative(status.index_dir))
+    if not status.indexed:
+        row("Notes", "not indexed yet (indexing starts by itself; Ctrl+R to start it now)")
+    else:
+        row(
+            "Notes",
+            f"{plural(status.files, 'file')}, {plural(status.chunks, 'chunk')}, "
+            f"{size_text(status.index_bytes)} on disk",
+        )
+        row("Last sync", status.last_sync or "never")
+        row("Keyword", status.keyword, "$text-success" if status.keyword == "ready" else "")
+    row("Provider", status.provider)
+    embeddings: dict[str, Any] = dict(status.embeddings)
+    if embeddings:
+        state = str(embeddings.pop("state", "?"))
+        reason = embeddings.pop("reason", "")
+        fix = embeddings.pop("fix", "")
+        style = {"ready": "$text-success", "paused": "$text-error"}.get(state, "$text-warning")
+        value = Content.styled(state, style)
+        if reason:
+            value = value + f": {reason}"
+        row("Embeddings", value)
+        if fix:
+            row("", Content.styled(f"Fix: {fix}", "$text-accent"))
+        for key, item in embeddings.items():
+            row("", f"{key}: {item}", "$text-muted")
+    if probing:
+        row("", "probing the embedding provider…", "$text-muted")
+    if status.skipped:
+        row("Skipped", plural(len(status.skipped), "file"), "$text-warning")
+        for item in status.skipped[:_LIST_LIMIT]:
+            row("", f"{item['path']}: {item['reason']}", "$text-muted")
+        if len(status.skipped) > _LIST_LIMIT:
+            row("", f"… and {len(status.skipped) - _LIST_LIMIT} more", "$text-muted")
+    if status.replaced_utf8:
+        row(
+            "Note",
+            f"{plural(len(status.replaced_utf8), 'file')} had invalid UTF-8 "
+            "(shown with replacement characters)",
+            "$text-warning",
+        )
+        for path in status.replaced_utf8[:_LIST_LIMIT]:
+            row("", path, "$text-muted")
+    return Content("\n").join(lines)
+
+
+class StatusScreen(Screen[None]):
+    """The full index status; the provider is probed once each time it opens or refreshes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "app.pop_screen", "Back", id="close_status", tooltip="Close status"),
+        Binding("r", "refresh_status", "Refresh", id="refresh_status", tooltip="Probe again"),
+        Binding(
+            "ctrl+r",
+            "app.sync_index",
+            "Update index",
+            id="sync_index",
+            tooltip="Index changed notes now",
+        ),
+    ]
+
+    @dataclass
+    class Loaded(Message):
+        status: IndexStatus
+        probing: bool
+
+    @property
+    def apus(self) -> ApusApp:
+        return cast("ApusApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield Static("Index status", id="status-title")
+        with VerticalScroll(id="status-scroll"):
+            yield Static("Reading the index…", id="status-body")
+        yield StatusBar()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.action_refresh_status()
+
+    def action_refresh_status(self) -> None:
+        self._load_status()
+
+    @work(thread=True, exclusive=True, group="status", exit_on_error=False)
+    def _load_status(self) -> None:
+        self.post_message(self.Loaded(self.apus.load_status(deep=False), probing=True))
+        self.post_message(self.Loaded(self.apus.load_status(deep=True), probing=False))
+
+    def on_status_screen_loaded(self, message: Loaded) -> None:
+        body = status_content(message.status, probing=message.probing)
+        self.query_one("#status-body", Static).update(body)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            notify_worker_error(self.app, event.worker)

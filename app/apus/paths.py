@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import platformdirs
@@ -46,14 +47,24 @@ def models_dir() -> Path:
 
 def runtime_dir() -> Path:
     """Per-user runtime files (the managed server's state file); private to the user."""
-    path = platformdirs.user_runtime_path(APP_NAME)
+    with warnings.catch_warnings():
+        # Without XDG_RUNTIME_DIR platformdirs warns and uses /tmp/runtime-<uid>: fine for us.
+        warnings.simplefilter("ignore")
+        path = platformdirs.user_runtime_path(APP_NAME)
     try:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _make_private_dirs(path)
     except OSError:
         # No usable XDG_RUNTIME_DIR (e.g. a bare container): fall back to the state dir.
         path = platformdirs.user_state_path(APP_NAME) / "run"
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _make_private_dirs(path)
     return path
+
+
+def _make_private_dirs(path: Path) -> None:
+    """Create missing folders as 0700: platformdirs ignores a runtime dir others can read."""
+    for folder in [*reversed(path.parents), path]:
+        if not folder.exists():
+            folder.mkdir(mode=0o700)
 
 
 def vault_key(vault: Path) -> str:

@@ -98,11 +98,10 @@ def test_json_contract_on_the_sample_vault(sample_vault: Path) -> None:
     assert first["path"] == "notes/sourdough.md"
     assert first["highlights"]
 
-    limited = run_json("--vault", vault, "memory", "search", "--json", "-n", "2", "postgres")
-    assert len(limited["results"]) == 2
-
-    cjk = run_json("--vault", vault, "memory", "search", "--json", "故宫")
-    assert cjk["results"][0]["path"] == "languages/北京旅行计划.md"
+    # Limited, and non-ASCII through the shell and back (JSON keeps UTF-8 as is).
+    cjk = run_apus("--vault", vault, "memory", "search", "--json", "-n", "1", "故宫").stdout
+    assert "北京旅行计划" in cjk
+    assert [hit["path"] for hit in json.loads(cjk)["results"]] == ["languages/北京旅行计划.md"]
 
     nothing = run_apus("--vault", vault, "memory", "search", "--json", "xylophonequartz")
     assert nothing.returncode == 0

@@ -120,6 +120,26 @@ def test_filename_tiers_rank_ahead_of_body_relevance(tmp_path: Path) -> None:
     assert tiers[4:] == [("notes/heavy.md", "none")]
 
 
+def test_filename_tiers_with_accents_and_cjk(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write_note(vault, _nfd("notes/déjà vu.md"), "# Again\n\nThe dodo returns.\n")
+    write_note(vault, "languages/東京メモ.md", "# Trip\n\nHotel near the station.\n")
+    write_note(vault, "other.md", "# Other\n\nDéjà vu, said the note about 東京メモ.\n")
+    settings = _indexed(vault)
+    expected = {
+        "notes/déjà vu.md": (_nfd("notes/déjà vu.md"), "exact"),
+        "notes\\déjà vu.md": (_nfd("notes/déjà vu.md"), "exact"),  # typed with a backslash
+        "déjà vu.md": (_nfd("notes/déjà vu.md"), "basename"),
+        "deja vu": (_nfd("notes/déjà vu.md"), "stem"),
+        "東京メモ.md": ("languages/東京メモ.md", "basename"),
+        "東京メモ": ("languages/東京メモ.md", "stem"),
+    }
+    for query, (path, tier) in expected.items():
+        hits = search(settings, query)
+        assert (hits[0].path, hits[0].explain.tier) == (path, tier), query
+        assert "other.md" in [hit.path for hit in hits[1:]], query
+
+
 def test_snippets_show_the_matched_terms(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     filler = "Ordinary words about the garden, the weather and the week ahead. " * 12

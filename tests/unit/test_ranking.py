@@ -206,3 +206,14 @@ def test_select_with_no_room_or_nothing_eligible() -> None:
     assert _select(MIXED, min_score=0.35, limit=0) == []
     assert _select([Hit("x", 0.1, keyword=False)], min_score=0.35, limit=5) == []
     assert _select([], min_score=0.35, limit=5) == []
+
+
+def test_partial_tier_needs_whole_path_words() -> None:
+    path = "projects/home-network.md"
+    assert path_tier("network", path) == PathTier.PARTIAL
+    assert path_tier("projects/home", path) == PathTier.PARTIAL
+    assert path_tier("home network", path) == PathTier.PARTIAL
+    # Letters inside a word, or the extension, name nothing.
+    assert path_tier("or", path) == PathTier.NONE
+    assert path_tier("md", path) == PathTier.NONE
+    assert path_tier("netw", path) == PathTier.NONE

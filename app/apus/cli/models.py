@@ -113,4 +113,4 @@ def serve_embeddings(args: tuple[str, ...]) -> None:
     """Internal: run the managed embedding server (used by packaged binaries)."""
     from apus.embed.local.serve import main as serve_main
 
-    serve_main(list(args))
+    raise SystemExit(serve_main(list(args)))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import enum
 import math
 import posixpath
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from itertools import islice
 from typing import TypeVar
+
+from apus.vault.text import fold, tokenize
 
 T = TypeVar("T")
 
@@ -71,9 +72,7 @@ class PathTier(enum.IntEnum):
 
 def _fold(text: str) -> str:
     """Case- and accent-insensitive form in which NFC and NFD spellings compare equal."""
-    decomposed = unicodedata.normalize("NFD", text)
-    stripped = "".join(ch for ch in decomposed if unicodedata.category(ch) != "Mn")
-    return unicodedata.normalize("NFC", stripped.casefold())
+    return fold(text)
 
 
 def _normalise_path(text: str) -> str:
@@ -97,9 +96,21 @@ def path_tier(query: str, rel_path: str) -> PathTier:
         return PathTier.BASENAME
     if q == posixpath.splitext(basename)[0]:
         return PathTier.STEM
-    if len(q) >= _MIN_PARTIAL_LEN and (q in path or all(word in path for word in q.split())):
+    if len(q) >= _MIN_PARTIAL_LEN and _names_part_of(q, path):
         return PathTier.PARTIAL
     return PathTier.NONE
+
+
+def _names_part_of(query: str, path: str) -> bool:
+    """A query names part of a path when it is a run of whole path words ("homelab",
+    "projects/homelab") or, containing a separator, a plain substring ("lab-k3s")."""
+    if any(sep in query for sep in "/.-_") and query in path:
+        return True
+    stem_path = posixpath.splitext(path)[0]
+    # Whole words only: "or" must not tier `home-network.md`, nor "md" every note.
+    words = {token.term for token in tokenize(stem_path)}
+    query_words = [token.term for token in tokenize(query)]
+    return bool(query_words) and all(word in words for word in query_words)
 
 
 @dataclass(frozen=True)

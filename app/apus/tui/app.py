@@ -50,6 +50,7 @@ _PHASES = {
     "keyword": "Building keyword index",
     "embed": "Embedding passages",
 }
+_VAULT_ACTIONS = frozenset({"show_search", "show_browse", "show_status", "sync_index", "copy_path"})
 # The status bar re-reads the index status this often (cheap: counts and a few stats).
 STATUS_POLL_S = 10.0
 # Another apus process holds the index writer lock: try again after this long.
@@ -81,7 +82,7 @@ class ApusApp(App[None]):
             "show_status",
             "Status",
             id="show_status",
-            tooltip="Index and embedding status (like `apus memory status --deep`)",
+            tooltip="Index and embedding status, as `memory status --deep`",
         ),
         Binding(
             "ctrl+r",
@@ -89,6 +90,14 @@ class ApusApp(App[None]):
             "Update index",
             id="sync_index",
             tooltip="Index notes changed since the last sync",
+        ),
+        Binding(
+            "ctrl+p",
+            "command_palette",
+            "Commands",
+            id="command_palette",
+            show=False,
+            tooltip="Search every command (index, vault, toggles…)",
         ),
         Binding(
             "ctrl+y",
@@ -249,6 +258,7 @@ class ApusApp(App[None]):
 
     def _start_services(self) -> None:
         self._services = True
+        self.refresh_bindings()
         self.refresh_status()
         self.request_sync()
         sync = self.settings.search.sync
@@ -459,13 +469,19 @@ class ApusApp(App[None]):
         except NoEditorError as exc:
             self.notify(str(exc), title="No editor", severity="warning")
             return
+        failure: OSError | None = None
         try:
             with self.suspend():
-                subprocess.run(argv, check=False)
+                # Caught inside: an exception leaving suspend() would skip the resume and
+                # leave the terminal without the app.
+                try:
+                    subprocess.run(argv, check=False)
+                except OSError as exc:
+                    failure = exc
         except SuspendNotSupported:
             self.notify("This terminal cannot hand over to an editor.", severity="warning")
-        except OSError as exc:
-            self.notify(f"Could not start {argv[0]}: {exc}", severity="error")
+        if failure is not None:
+            self.notify(f"Could not start {argv[0]}: {failure}", title="Editor", severity="error")
 
     def selected_path(self, screen: Screen[object] | None = None) -> str | None:
         """The vault-relative path of the note the user is looking at, if any."""
@@ -495,6 +511,12 @@ class ApusApp(App[None]):
         self.edit_file(file)
 
     # -- screens and toggles -------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Vault actions are hidden until a vault is open and while the wizard is showing."""
+        if action in _VAULT_ACTIONS:
+            return self._services and not isinstance(self.screen, SetupScreen)
+        return True
 
     def action_show_search(self) -> None:
         if self._services:

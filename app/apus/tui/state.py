@@ -39,11 +39,12 @@ def provider_view(
     if embeddings is None:
         return ProviderView("unknown", "opening the index…")
     state = str(embeddings.get("state", "off"))
-    reason = str(embeddings.get("reason") or "")
-    fix = str(embeddings.get("fix") or "")
+    reason, fix = split_reason(str(embeddings.get("reason") or ""))
+    fix = str(embeddings.get("fix") or "") or fix
     if evidence is not None and evidence.at >= status_at:
         if state == "ready" and not evidence.report.ran:
-            state, reason = "keyword-only", evidence.report.reason
+            state = "keyword-only"
+            reason, fix = split_reason(evidence.report.reason)
         elif state == "keyword-only" and evidence.report.ran:
             state, reason = "ready", ""
     if state == "ready":
@@ -61,6 +62,12 @@ def provider_view(
     if state == "paused":
         return ProviderView("paused", f"paused: {fix or reason}", reason)
     return ProviderView("off", "keyword search (embeddings off)", reason)
+
+
+def split_reason(text: str) -> tuple[str, str]:
+    """Domain errors read "what happened\nFix: what to do"; the status bar shows the first."""
+    first, _, rest = text.partition("\n")
+    return first.strip(), rest.strip().removeprefix("Fix:").strip()
 
 
 def progress_percent(progress: object) -> int | None:

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import httpx
 from filelock import FileLock, Timeout
-from huggingface_hub import constants as hf_constants
-from huggingface_hub import hf_hub_url
 
 from apus import __version__, paths
 from apus.embed.local.catalog import ModelManifest, load_catalog
@@ -64,10 +62,15 @@ def quarantine_dir() -> Path:
 
 def hub_endpoint() -> str:
     """The hub base URL; HF_ENDPOINT is read at call time so a mirror set later still counts."""
+    # Imported here: huggingface_hub costs a fifth of a second, and only downloads need it.
+    from huggingface_hub import constants as hf_constants
+
     return (os.environ.get("HF_ENDPOINT") or hf_constants.ENDPOINT).rstrip("/")
 
 
 def download_url(manifest: ModelManifest) -> str:
+    from huggingface_hub import hf_hub_url
+
     return hf_hub_url(
         manifest.repo, manifest.file, revision=manifest.revision, endpoint=hub_endpoint()
     )

@@ -153,7 +153,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except Exception as exc:  # the parent shows this log's error lines to the user
         log.error("cannot load model %s: %s", args.model.name, exc)
-        _forget_state(args.state_file)
         return 3
 
     @app.middleware("http")

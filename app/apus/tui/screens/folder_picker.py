@@ -37,6 +37,8 @@ class FolderPickerScreen(ModalScreen[Path | None]):
     @on(FolderChooser.Checked)
     def _checked(self, event: FolderChooser.Checked) -> None:
         self.query_one("#picker-use", Button).disabled = not event.check.usable
+        if event.submitted:
+            self._use()
 
     @on(Button.Pressed, "#picker-use")
     def _use(self) -> None:

@@ -32,7 +32,7 @@ class ReaderScreen(Screen[None]):
     def on_mount(self) -> None:
         preview = self.query_one(NotePreview)
         preview.show_note(self.vault, self.rel_path, self.start_line, self.end_line)
-        preview.focus()
+        preview.focus_text()
 
     def selected_path(self) -> str | None:
         return self.rel_path

@@ -166,6 +166,8 @@ class SearchScreen(Screen[None]):
 
     def _show_empty(self) -> None:
         self.response = None
+        self._previewed = None
+        self.query_one(NotePreview).clear()
         self.query_one(ResultList).show_hits([])
         self.query_one("#search-info", Label).update("")
         self._counts_changed(self.apus.counts)
@@ -182,12 +184,13 @@ class SearchScreen(Screen[None]):
         )
 
     def _index_changed(self, _generation: int) -> None:
+        self._previewed = None  # the note may have changed on disk
         self.run_search()
 
     def _vault_changed(self, _generation: int) -> None:
-        self._previewed = None
-        self.query_one(NotePreview).clear()
         if self.query_text.strip():
+            self._previewed = None
+            self.query_one(NotePreview).clear()
             self.run_search()
         else:
             self._show_empty()

@@ -54,10 +54,13 @@ def status_content(status: IndexStatus, *, probing: bool = False) -> Content:
         reason = embeddings.pop("reason", "")
         fix = embeddings.pop("fix", "")
         style = {"ready": "$text-success", "paused": "$text-error"}.get(state, "$text-warning")
+        first, *more = str(reason).splitlines() or [""]
         value = Content.styled(state, style)
-        if reason:
-            value = value + f": {reason}"
+        if first:
+            value = value + f": {first}"
         row("Embeddings", value)
+        for line in more:
+            row("", Content.styled(line, "$text-accent" if line.startswith("Fix:") else ""))
         if fix:
             row("", Content.styled(f"Fix: {fix}", "$text-accent"))
         for key, item in embeddings.items():

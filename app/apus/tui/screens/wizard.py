@@ -73,6 +73,7 @@ class SetupScreen(Screen[SetupChoices | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", id="setup_back", tooltip="Previous step, or leave setup"),
+        Binding("ctrl+n", "next", "Next", id="setup_next", tooltip="Go on to the next step"),
     ]
 
     @dataclass
@@ -174,6 +175,8 @@ class SetupScreen(Screen[SetupChoices | None]):
             self.query_one("#folder-input", Input).focus()
         elif self.step == "provider":
             self.query_one(RadioSet).focus()
+        elif self.step == "model":
+            self.query_one("#download", Button).focus()
 
     def _update_next(self) -> None:
         button = self.query_one("#next", Button)
@@ -227,6 +230,8 @@ class SetupScreen(Screen[SetupChoices | None]):
     def _folder_checked(self, event: FolderChooser.Checked) -> None:
         self.folder = event.check
         self._update_next()
+        if event.submitted and event.check.usable:
+            self.action_next()
 
     # -- step 2: provider ----------------------------------------------------------------
 
@@ -284,6 +289,8 @@ class SetupScreen(Screen[SetupChoices | None]):
         status.update("Already downloaded and verified." if ready else "Not downloaded yet.")
         self.query_one("#download", Button).display = not ready
         self._update_next()
+        if ready:
+            self.query_one("#next", Button).focus()
 
     @on(Button.Pressed, "#download")
     def _start_download(self) -> None:

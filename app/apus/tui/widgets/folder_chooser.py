@@ -40,8 +40,11 @@ class FolderChooser(Vertical):
 
     @dataclass
     class Checked(Message):
+        """A folder was validated; `submitted` when the user pressed Enter to confirm it."""
+
         chooser: FolderChooser
         check: FolderCheck
+        submitted: bool = False
 
     def __init__(self, initial: str = "", *, root: Path | None = None, id: str | None = None):
         super().__init__(id=id)
@@ -55,9 +58,7 @@ class FolderChooser(Vertical):
             self.initial, placeholder="~/notes  (type a path, or pick below)", id="folder-input"
         )
         yield Static("", id="folder-verdict", markup=False)
-        tree = FolderTree(self.root, id="folder-tree")
-        tree.root.set_label(home_relative(self.root))
-        yield tree
+        yield FolderTree(self.root, id="folder-tree")
 
     def on_mount(self) -> None:
         if self.initial:
@@ -77,7 +78,9 @@ class FolderChooser(Vertical):
     @on(Input.Submitted, "#folder-input")
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self._validate(event.value)
+        if self._pending is not None:
+            self._pending.stop()
+        self._validate(event.value, submitted=True)
 
     @on(DirectoryTree.DirectorySelected)
     def _picked(self, event: DirectoryTree.DirectorySelected) -> None:
@@ -85,7 +88,7 @@ class FolderChooser(Vertical):
         self.query_one("#folder-input", Input).value = home_relative(event.path)
 
     @work(exclusive=True, group="folder-check", exit_on_error=False)
-    async def _validate(self, raw: str) -> None:
+    async def _validate(self, raw: str, *, submitted: bool = False) -> None:
         check = await asyncio.to_thread(check_folder, raw)
         self.check = check
         verdict = self.query_one("#folder-verdict", Static)
@@ -93,4 +96,4 @@ class FolderChooser(Vertical):
             verdict.set_class(check.level == level, f"-{level}")
         marks = {"ok": "✓", "warning": "!", "error": "✗"}
         verdict.update(f"{marks[check.level]} {check.message}")
-        self.post_message(self.Checked(self, check))
+        self.post_message(self.Checked(self, check, submitted))

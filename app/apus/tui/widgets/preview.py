@@ -9,7 +9,7 @@ from typing import ClassVar
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownBlock
@@ -18,15 +18,17 @@ from apus.tui.messages import OpenInEditor
 from apus.tui.notes import NoteDocument, load_note
 
 
-class NotePreview(VerticalScroll, can_focus=True):
+class NotePreview(Vertical):
     """Shows one note; `show_note` loads it off the UI thread and marks lines start..end."""
 
     DEFAULT_CSS = """
-    NotePreview {
-        padding: 0 1;
-    }
     NotePreview #preview-title {
-        padding: 0 0 1 0;
+        height: auto;
+        padding: 0 1 1 1;
+    }
+    NotePreview #preview-scroll {
+        height: 1fr;
+        padding: 0 1;
     }
     NotePreview MarkdownBlock.-match {
         background: $accent 12%;
@@ -46,7 +48,11 @@ class NotePreview(VerticalScroll, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static(self.placeholder, id="preview-title", markup=False)
-        yield Markdown(id="preview-markdown")
+        with VerticalScroll(id="preview-scroll"):
+            yield Markdown(id="preview-markdown")
+
+    def focus_text(self) -> None:
+        self.query_one("#preview-scroll", VerticalScroll).focus()
 
     def clear(self) -> None:
         self.workers.cancel_group(self, "preview")
@@ -84,10 +90,11 @@ class NotePreview(VerticalScroll, can_focus=True):
             return
         await markdown.update(document.text)
         target = self._mark(markdown, document, start_line, end_line)
+        scroll = self.query_one("#preview-scroll", VerticalScroll)
         if target is None:
-            self.scroll_home(animate=False)
+            scroll.scroll_home(animate=False)
         else:
-            self.call_after_refresh(self.scroll_to_widget, target, top=True, animate=False)
+            self.call_after_refresh(scroll.scroll_to_widget, target, top=True, animate=False)
 
     @staticmethod
     def _mark(

@@ -291,23 +291,19 @@ def recall_entries(settings: Settings, message: str) -> list[RecallEntry]:
     """Trigger recall over MEMORY.md / USER.md; the vector side only when vectors are served."""
     if not Store.exists(settings.index_dir()):
         return []
-    resolution = resolve_provider(settings.search)
-    embedder = None
-    if resolution.embedder is not None:
-        leg = ProviderVectorLeg(settings, resolution)
-        try:
-            decision = leg.decision()
-        except EmbeddingError:
-            decision = None
-        if decision is not None and decision.action == "serve":
-            embedder = resolution.embedder
+    # Trigger vectors are looked up by identity key, so a stale or missing set simply leaves
+    # recall to keywords; no identity check (a request, for remote providers) is needed.
+    embedder = resolve_provider(settings.search).embedder
     store = Store(settings.index_dir(), readonly=True)
     try:
-        return recall(
-            store,
-            message,
-            embedder=embedder,
-            vector_weight=settings.search.query.hybrid.vector_weight,
-        )
+        try:
+            return recall(
+                store,
+                message,
+                embedder=embedder,
+                vector_weight=settings.search.query.hybrid.vector_weight,
+            )
+        except EmbeddingError:
+            return recall(store, message, embedder=None)
     finally:
         store.close()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from apus.embed.base import Embedder, EmbeddingIdentity
-from apus.index.store import FileRecord, Store
+from apus.index.store import ChunkRecord, FileRecord, Store
 from apus.index.vectors import cache_key
 from apus.search.snippet import make_snippet
 from apus.vault.text import tokenize
@@ -74,8 +74,10 @@ def recall(
     query_vector: np.ndarray | None = None
     identity = None
     if embedder is not None:
-        identity = embedder.identity
+        # Embed first: a remote embedder learns its width from this call, so asking for the
+        # identity afterwards costs no separate probe request.
         query_vector = embedder.embed([embedder.query_text(message)], kind="query")[0]
+        identity = embedder.identity
     entries: list[RecallEntry] = []
     for record in trusted_files(store):
         for trigger in record.triggers:
@@ -92,10 +94,10 @@ def recall(
             else:
                 score = vector_weight * max(cosine, 0.0) + (1 - vector_weight) * coverage
                 strong = score >= STRONG_HYBRID or coverage >= 0.999
-            if strong:
-                entries.append(
-                    _entry(store, record, trigger, score, coverage, cosine, message_terms)
-                )
+            if strong and (
+                entry := _entry(store, record, trigger, score, coverage, cosine, message_terms)
+            ):
+                entries.append(entry)
     entries.sort(key=lambda e: e.score, reverse=True)
     # One entry per passage: two triggers pointing at the same section say the same thing.
     unique: dict[tuple[str, int], RecallEntry] = {}
@@ -112,11 +114,23 @@ def _entry(
     coverage: float,
     cosine: float | None,
     message_terms: set[str],
-) -> RecallEntry:
-    """The file's chunk sharing most words with trigger + message, as a compact entry."""
-    wanted = frozenset(message_terms | {t.term for t in tokenize(trigger)})
-    chunks = list(store.iter_chunks([record.id]))
-    chunk = max(chunks, key=lambda c: len(wanted & {t.term for t in tokenize(c.text)}))
+) -> RecallEntry | None:
+    """The file's chunk sharing most words with the trigger (then the message), compacted.
+
+    The trigger decides: a message matching several triggers contains all their words, and
+    ranking chunks by the message alone would send every trigger to the same passage. None
+    when the file has no body (only frontmatter): there is no passage to show.
+    """
+    trigger_terms = frozenset(t.term for t in tokenize(trigger))
+    wanted = frozenset(message_terms | trigger_terms)
+
+    def overlap(chunk: ChunkRecord) -> tuple[int, int]:
+        terms = {t.term for t in tokenize(chunk.text)}
+        return len(trigger_terms & terms), len(wanted & terms)
+
+    chunk = max(store.iter_chunks([record.id]), key=overlap, default=None)
+    if chunk is None:
+        return None
     snippet = make_snippet(chunk.text, wanted, width=200)
     return RecallEntry(
         path=record.path,

@@ -21,6 +21,7 @@ from apus import paths
 from apus.cli.context import AppContext
 from apus.config import Settings, update_config_file
 from apus.core import index_status, open_searcher, sync_index
+from apus.embed.providers import ProviderResolution, resolve_provider
 from apus.errors import IndexBusyError
 from apus.index.status import IndexStatus
 from apus.index.sync import SyncProgress, SyncReport
@@ -117,6 +118,9 @@ class ApusApp(App[None]):
         ),
     ]
 
+    # Search timings in the query row; snapshot tests turn them off (they vary run to run).
+    show_timings: ClassVar[bool] = True
+
     provider: reactive[ProviderView] = reactive(ProviderView("unknown", "opening the index…"))
     counts: reactive[str] = reactive("")
     background: reactive[BackgroundWork | None] = reactive(None)
@@ -157,6 +161,7 @@ class ApusApp(App[None]):
         self.wizard_options = wizard
         self.watch_override = watch
         self._searcher: Searcher | None = None
+        self._resolution: ProviderResolution | None = None
         self._searcher_lock = threading.Lock()
         self._services = False
         self._queued_sync: bool | None = None  # None: nothing queued; else the force flag
@@ -186,8 +191,18 @@ class ApusApp(App[None]):
         """The vault's Searcher, opened on first use; safe to call from worker threads."""
         with self._searcher_lock:
             if self._searcher is None:
-                self._searcher = open_searcher(self.settings)
+                self._searcher = open_searcher(self.settings, resolution=self._provider_locked())
             return self._searcher
+
+    def embedding_provider(self) -> ProviderResolution:
+        """The one provider (and managed server client) shared by searching and indexing."""
+        with self._searcher_lock:
+            return self._provider_locked()
+
+    def _provider_locked(self) -> ProviderResolution:
+        if self._resolution is None:
+            self._resolution = resolve_provider(self.settings.search)
+        return self._resolution
 
     @staticmethod
     def vector_available(searcher: Searcher) -> bool:
@@ -277,6 +292,11 @@ class ApusApp(App[None]):
             if self._searcher is not None:
                 self._searcher.close()
                 self._searcher = None
+            if self._resolution is not None and self._resolution.embedder is not None:
+                # Unregisters from the managed embedding server; it stops unless another
+                # apus process still uses it.
+                self._resolution.embedder.close()
+            self._resolution = None
         self.background = None
 
     async def action_quit(self) -> None:
@@ -346,6 +366,7 @@ class ApusApp(App[None]):
         worker = get_current_worker()
         return sync_index(
             self.settings,
+            resolution=self.embedding_provider(),
             force=force,
             cancel=worker.cancelled_event,
             progress=lambda event: self.post_message(self.IndexProgress(event)),

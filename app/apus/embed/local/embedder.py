@@ -89,6 +89,8 @@ class LocalEmbedder:
             "model": self._identity.model,
             "file": str(self._model_file),
             "dims": self._identity.dims,
+            "context": self._server.spec.context,
+            "batch_tokens": self._batch_tokens,
             "prefix_scheme": self._identity.prefix_scheme,
             "device": server["device"],
             "endpoint": server["endpoint"],

@@ -197,7 +197,9 @@ def _forget_state(state_file: Path | None) -> None:
     if state_file is None:
         return
     state = read_json(state_file)
-    if state is not None and state.get("pid") == os.getpid():
+    # A one-file binary runs as two processes: the recorded pid is its bootloader, our parent.
+    owners = {os.getpid(), os.getppid()} if getattr(sys, "frozen", False) else {os.getpid()}
+    if state is not None and state.get("pid") in owners:
         with contextlib.suppress(OSError):
             state_file.unlink()
 

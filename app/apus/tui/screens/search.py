@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar, cast
 
@@ -26,7 +27,7 @@ from apus.tui.widgets.status_bar import StatusBar
 if TYPE_CHECKING:
     from apus.tui.app import ApusApp
 
-# Long enough to skip the intermediate states of a fast typist, short enough to feel instant.
+# A fast typist's intermediate queries are skipped: at most one search per this interval.
 SEARCH_DEBOUNCE_S = 0.08
 # Moving through results with the arrow keys should not render every note passed over.
 PREVIEW_DEBOUNCE_S = 0.06
@@ -62,6 +63,10 @@ class SearchScreen(Screen[None]):
         self._search_timer: Timer | None = None
         self._preview_timer: Timer | None = None
         self._previewed: tuple[str, int, int] | None = None
+        self._typed_at = 0.0
+        self._searched_at = 0.0
+        # Keystroke to results shown, per pass ("keyword", "hybrid"), for the last query.
+        self.latency_ms: dict[str, float] = {}
 
     @property
     def apus(self) -> ApusApp:
@@ -90,18 +95,26 @@ class SearchScreen(Screen[None]):
     @on(Input.Changed, "#query")
     def _query_changed(self, event: Input.Changed) -> None:
         self.query_text = event.value
+        self._typed_at = time.perf_counter()
         if self._search_timer is not None:
             self._search_timer.stop()
         if not event.value.strip():
             self.workers.cancel_group(self, "search")
             self._show_empty()
             return
-        self._search_timer = self.set_timer(SEARCH_DEBOUNCE_S, self.run_search)
+        # The first keystroke after a pause searches at once; a burst of typing searches at
+        # most once per SEARCH_DEBOUNCE_S, and always for the last text typed.
+        wait = SEARCH_DEBOUNCE_S - (self._typed_at - self._searched_at)
+        if wait <= 0:
+            self.run_search()
+        else:
+            self._search_timer = self.set_timer(wait, self.run_search)
 
     def run_search(self) -> None:
         """Search the current query now (cancelling any search still running)."""
         query = self.query_text.strip()
         if query:
+            self._searched_at = time.perf_counter()
             self._search(query, self.apus.search_options())
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
@@ -132,6 +145,11 @@ class SearchScreen(Screen[None]):
         if response.mode == "hybrid" and "vector" in response.legs:
             self.apus.note_vector_leg(response.legs["vector"])
         self.response = response
+        latency = (time.perf_counter() - self._typed_at) * 1000
+        self.latency_ms[response.mode] = latency
+        self.log.info(
+            f"{response.mode} results for {message.query!r} {latency:.0f} ms after the keystroke"
+        )
         results = self.query_one(ResultList)
         results.show_hits(response.hits)
         self._show_info(response, message.final)
@@ -149,7 +167,8 @@ class SearchScreen(Screen[None]):
         if response.mode == "hybrid" and vector is not None and not vector.ran:
             kind = "keyword only"
         pending = "" if final else " · meaning…"
-        info = f"{plural(len(response.hits), 'hit')} · {kind} · {response.ms:.0f} ms{pending}"
+        timing = f" · {response.ms:.0f} ms" if self.apus.show_timings else ""
+        info = f"{plural(len(response.hits), 'hit')} · {kind}{timing}{pending}"
         self.query_one("#search-info", Label).update(info)
 
     def _show_message(self, response: SearchResponse) -> None:

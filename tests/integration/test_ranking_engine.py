@@ -1,0 +1,448 @@
+"""Ranking end to end on vaults whose order is known in advance: decay, importance, tiers,
+minScore, MMR, the two legs and their candidate budget, through the real Searcher."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from apus.cli import main
+from apus.config import Settings, load_settings
+from apus.core import open_searcher, sync_index
+from apus.embed.providers import resolve_provider
+from apus.search.engine import Searcher, SearchHit, SearchOptions, SearchResponse
+from support.tiny_gguf import write_tiny_gguf
+
+from .helpers import make_settings, run_apus, run_json, sync, write_note
+
+# A fixed "today" for the Searcher, so the decay factors are exact whatever the date.
+TODAY = dt.date(2025, 6, 15)
+GREENHOUSE = "# Log\n\nRepaired the greenhouse heater valve.\n"
+EXPLAIN_KEYS = {
+    "vector_raw",
+    "vector_norm",
+    "text_raw",
+    "text_norm",
+    "merged",
+    "recency",
+    "importance",
+    "tier",
+    "mmr_position",
+}
+
+
+def _indexed(vault: Path, **flags: object) -> Settings:
+    settings = make_settings(vault, **flags)
+    report = sync(settings)
+    assert report.skipped == []
+    return settings
+
+
+def _search(settings: Settings, query: str, **options: object) -> SearchResponse:
+    searcher = Searcher(settings, today=lambda: TODAY)
+    try:
+        return searcher.search(query, SearchOptions(**options))  # type: ignore[arg-type]
+    finally:
+        searcher.close()
+
+
+def _by_path(hits: list[SearchHit]) -> dict[str, SearchHit]:
+    by_path = {hit.path: hit for hit in hits}
+    assert len(by_path) == len(hits), "one chunk per note expected in this vault"
+    return by_path
+
+
+def _cli(vault: Path, *args: str, **env: str) -> str:
+    """`apus --vault VAULT memory ARGS` in process (embeddings off); its output."""
+    runner = CliRunner(env={"APUS_MEMORY__SEARCH__PROVIDER": "none", **env})
+    result = runner.invoke(main, ["--vault", str(vault), "memory", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _days_ago(days: int) -> dt.date:
+    return TODAY - dt.timedelta(days=days)
+
+
+# -- recency -----------------------------------------------------------------------------
+
+
+def test_recency_halves_every_30_days_and_memory_is_evergreen(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    today, old = f"daily/{TODAY}.md", f"daily/{_days_ago(60)}.md"
+    month = f"journal/2025/{_days_ago(30)}-trip.md"  # a slug and a deeper folder still count
+    for rel in (today, old, month, "MEMORY.md"):
+        write_note(vault, rel, GREENHOUSE)
+    settings = _indexed(vault)
+
+    hits = _search(settings, "greenhouse heater").hits
+    found = _by_path(hits)
+    assert set(found) == {today, old, month, "MEMORY.md"}
+    assert len({hit.explain.text_raw for hit in hits}) == 1  # same text: same BM25
+    assert [hit.path for hit in hits][2:] == [month, old]
+    assert found[today].explain.recency == 1.0
+    assert found["MEMORY.md"].explain.recency == 1.0  # evergreen
+    assert found[month].explain.recency == pytest.approx(0.5)
+    assert found[old].explain.recency == pytest.approx(0.25)
+    assert found["MEMORY.md"].score == found[today].score == 1.0
+    assert found[month].score / found[today].score == pytest.approx(0.5, abs=1e-5)
+    assert found[old].score / found[today].score == pytest.approx(0.25, abs=1e-5)
+
+    flat = _search(settings, "greenhouse heater", recency=False).hits
+    assert len(flat) == 4
+    assert {hit.score for hit in flat} == {1.0}
+    assert {hit.explain.recency for hit in flat} == {1.0}
+
+
+def test_recency_follows_the_configured_half_life_and_switch(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write_note(vault, f"daily/{TODAY}.md", GREENHOUSE)
+    write_note(vault, f"daily/{_days_ago(60)}.md", GREENHOUSE)
+    slow = _indexed(vault, memory__search__query__hybrid__temporalDecay__halfLifeDays=60)
+    found = _by_path(_search(slow, "greenhouse heater").hits)
+    assert found[f"daily/{_days_ago(60)}.md"].score == pytest.approx(0.5, abs=1e-5)
+
+    off = make_settings(vault, memory__search__query__hybrid__temporalDecay__enabled=False)
+    assert {hit.score for hit in _search(off, "greenhouse heater").hits} == {1.0}
+
+
+# -- importance --------------------------------------------------------------------------
+
+
+def test_importance_multiplies_and_missing_or_invalid_is_neutral(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    body = "# Pump\n\nThe cistern pump hums at night.\n"
+    write_note(vault, "notes/high.md", f"---\nimportance: 10\n---\n{body}")
+    write_note(vault, "notes/plain.md", body)
+    write_note(vault, "notes/low.md", f"---\nimportance: 1\n---\n{body}")
+    write_note(vault, "notes/invalid.md", f"---\nimportance: 42\n---\n{body}")
+    settings = _indexed(vault)
+
+    hits = _search(settings, "cistern pump").hits
+    assert len({hit.explain.text_raw for hit in hits}) == 1  # frontmatter is not searched
+    paths = [hit.path for hit in hits]
+    assert paths[0] == "notes/high.md"
+    assert set(paths[1:3]) == {"notes/plain.md", "notes/invalid.md"}
+    assert paths[3] == "notes/low.md"
+    found = _by_path(hits)
+    base = found["notes/plain.md"].score
+    assert base == 1.0
+    assert found["notes/high.md"].score / base == pytest.approx(1.25)
+    assert found["notes/invalid.md"].score / base == pytest.approx(1.0)
+    assert found["notes/low.md"].score / base == pytest.approx(0.8)
+    assert [found[p].explain.importance for p in paths] == pytest.approx([1.25, 1.0, 1.0, 0.8])
+
+
+# -- path tiers --------------------------------------------------------------------------
+
+HEAVY = "# Apollo launch projects\n\n" + (
+    "The apollo launch in projects/apollo-launch.md is the apollo launch. " * 30
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "tier"),
+    [
+        ("projects/apollo-launch.md", "exact"),
+        ("PROJECTS/Apollo-Launch.MD", "exact"),
+        ("./projects/apollo-launch.md", "exact"),
+        ("apollo-launch.md", "basename"),
+        ("apollo-launch", "stem"),
+        ("projects/apollo", "partial"),
+        ("Apollo Launch", "partial"),
+    ],
+)
+def test_a_query_naming_the_file_beats_a_body_that_repeats_it(
+    tmp_path: Path, query: str, tier: str
+) -> None:
+    vault = tmp_path / "vault"
+    target = "projects/apollo-launch.md"
+    write_note(vault, target, "# Countdown\n\nFuel checks start at dawn.\n")
+    write_note(vault, "notes/heavy.md", HEAVY)
+    write_note(vault, "notes/other.md", "# Other\n\nNothing here.\n")
+    settings = _indexed(vault)
+
+    hits = _search(settings, query).hits
+    assert hits[0].path == target
+    assert hits[0].explain.tier == tier
+    assert "path" in hits[0].legs
+    heavy = [hit for hit in hits if hit.path == "notes/heavy.md"]
+    assert heavy and all(hit.explain.tier == "none" for hit in heavy)
+    # The body-heavy note is the better keyword match and the better score: only the tier
+    # puts the named note first.
+    assert max(hit.explain.text_norm for hit in heavy) == 1.0
+    assert hits[0].explain.text_norm < 1.0
+    assert max(hit.score for hit in heavy) > hits[0].score
+
+
+def test_tiers_order_exact_basename_stem_partial_with_mmr_on(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    notes = {
+        "drafts/plan.md-v2.md": "partial",
+        "old/plan.md.md": "stem",
+        "work/plan.md": "basename",
+        "plan.md": "exact",
+    }
+    for rel in notes:
+        write_note(vault, rel, "# Quarter\n\nA few goals for the quarter.\n")
+    write_note(vault, "notes/heavy.md", "# Plan md\n\n" + "The plan (plan.md) is the plan. " * 30)
+    settings = _indexed(vault)
+
+    hits = _search(settings, "plan.md").hits  # MMR on: it must not reorder the tiers
+    assert [(hit.path, hit.explain.tier) for hit in hits[:4]] == [
+        ("plan.md", "exact"),
+        ("work/plan.md", "basename"),
+        ("old/plan.md.md", "stem"),
+        ("drafts/plan.md-v2.md", "partial"),
+    ]
+    assert {hit.path for hit in hits[4:]} == {"notes/heavy.md"}
+    assert [hit.explain.mmr_position for hit in hits] == list(range(1, len(hits) + 1))
+
+
+# -- minScore (keyword) ------------------------------------------------------------------
+
+
+def test_min_score_keeps_keyword_matches_when_nothing_passes(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    # Dated a month back, so even the best match decays to 0.5 and nothing reaches 0.99.
+    day = _days_ago(30)
+    write_note(vault, f"daily/{day}-a.md", "# A\n\nThe kiln fired the kiln glaze twice.\n")
+    write_note(vault, f"daily/{day}-b.md", "# B\n\nOne kiln, many pots, long shelves of clay.\n")
+    write_note(vault, f"daily/{day}-c.md", "# C\n\nClay and more clay, a kiln at the back.\n")
+    write_note(vault, "notes/unrelated.md", "# D\n\nNothing about pottery.\n")
+    settings = _indexed(vault)
+
+    everything = _search(settings, "kiln", mode="keyword", min_score=0.0, mmr=False).hits
+    assert len(everything) == 3
+    assert max(hit.score for hit in everything) == pytest.approx(0.5, abs=1e-5)
+    strict = _search(settings, "kiln", mode="keyword", min_score=0.99, mmr=False).hits
+    assert [(hit.path, hit.score) for hit in strict] == [
+        (hit.path, hit.score) for hit in everything
+    ]
+
+
+# -- MMR ---------------------------------------------------------------------------------
+
+
+def test_mmr_lifts_a_distinct_note_above_a_near_duplicate_without_changing_scores(
+    tmp_path: Path,
+) -> None:
+    vault = tmp_path / "vault"
+    dup = "# Bread\n\nFeed the sourdough starter with flour and water every {} before work.\n"
+    write_note(vault, "bread/morning.md", dup.format("morning"))
+    write_note(vault, "bread/evening.md", dup.format("evening"))
+    # Slightly less important, so by score alone it ranks below both duplicates.
+    write_note(
+        vault,
+        "cheese/rind.md",
+        "---\nimportance: 4\n---\n# Cheese\n\n"
+        "A sourdough starter also helps wash the cheese rind in the cellar.\n",
+    )
+    settings = _indexed(vault)
+    duplicates = {"bread/morning.md", "bread/evening.md"}
+
+    plain = _search(settings, "sourdough starter", mmr=False).hits
+    assert {hit.path for hit in plain[:2]} == duplicates
+    assert plain[2].path == "cheese/rind.md"
+    assert plain[2].score < min(hit.score for hit in plain[:2])
+    assert [hit.explain.mmr_position for hit in plain] == [None, None, None]
+
+    diverse = _search(settings, "sourdough starter").hits
+    assert diverse[0].path in duplicates
+    assert diverse[1].path == "cheese/rind.md"
+    assert diverse[2].path in duplicates - {diverse[0].path}
+    assert [hit.explain.mmr_position for hit in diverse] == [1, 2, 3]
+    assert {hit.path: hit.score for hit in diverse} == {hit.path: hit.score for hit in plain}
+
+
+# -- legs without vectors ----------------------------------------------------------------
+
+
+def test_keyword_only_says_why_the_vector_leg_did_not_run(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write_note(vault, "notes/heron.md", "# Heron\n\nA grey heron fishing at dawn.\n")
+    settings = _indexed(vault)
+    searcher = open_searcher(settings)
+    try:
+        response = searcher.search("grey dawn", SearchOptions(mode="hybrid"))
+    finally:
+        searcher.close()
+    assert response.legs["keyword"].ran
+    assert not response.legs["vector"].ran
+    assert "none" in response.legs["vector"].reason
+    assert [hit.legs for hit in response.hits] == [("keyword",)]
+    assert response.hits[0].explain.vector_raw is None
+
+
+def test_explain_through_the_cli(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    # The command decays from the real date: name the note a month before it.
+    write_note(vault, f"daily/{dt.date.today() - dt.timedelta(days=30)}.md", GREENHOUSE)
+    write_note(vault, "notes/valve.md", "---\nimportance: 10\n---\n" + GREENHOUSE)
+    sync(make_settings(vault))
+
+    data = run_json("--vault", vault, "memory", "search", "--explain", "--json", "greenhouse")
+    assert data["legs"]["vector"]["ran"] is False
+    assert data["legs"]["vector"]["reason"]
+    assert data["legs"]["keyword"]["ran"] is True
+    results = data["results"]
+    assert results[0]["path"] == "notes/valve.md"
+    for position, hit in enumerate(results, start=1):
+        explain = hit["explain"]
+        assert set(explain) == EXPLAIN_KEYS
+        assert explain["mmr_position"] == position
+        assert hit["score"] == pytest.approx(
+            explain["merged"] * explain["recency"] * explain["importance"], abs=1e-5
+        )
+    assert results[0]["explain"]["importance"] == pytest.approx(1.25)
+    assert results[1]["explain"]["recency"] == pytest.approx(0.5)
+    plain = json.loads(_cli(vault, "search", "--json", "greenhouse"))
+    assert all("explain" not in hit for hit in plain["results"])
+
+    shown = _cli(vault, "search", "--explain", "greenhouse", COLUMNS="200")
+    assert "vector search did not run" in shown
+    for factor in ("merged", "× recency 0.500", "× importance 1.25", "tier none", "mmr #2"):
+        assert factor in shown, factor
+
+
+# -- candidate budget --------------------------------------------------------------------
+
+
+def test_the_keyword_leg_asks_for_at_most_the_configured_candidates(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    for number in range(20):
+        write_note(
+            vault, f"shelf/n{number:02}.md", f"# Box {number}\n\nLabel the shelf {number}.\n"
+        )
+    budget = {"APUS_MEMORY__SEARCH__QUERY__CANDIDATES": "5"}
+    small = make_settings(vault, env=budget)
+    sync(small)
+
+    response = _search(small, "shelf", limit=50)
+    assert response.legs["keyword"].candidates == 5
+    assert len(response.hits) == 5
+    assert _search(make_settings(vault), "shelf", limit=50).legs["keyword"].candidates == 20
+
+    data = json.loads(_cli(vault, "search", "--json", "-n", "50", "shelf", **budget))
+    assert data["legs"]["keyword"]["candidates"] == 5
+    assert len(data["results"]) == 5
+
+
+# -- hybrid with the tiny real GGUF ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("models")
+    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
+
+
+@pytest.fixture
+def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+    """An indexed vault with vectors from the managed server; stopped again afterwards."""
+    vault = tmp_path / "vault"
+    write_note(vault, "projects/network.md", "# Network\n\nThe router lives in the closet.\n")
+    # A keyword match decayed far below anything the vector leg finds.
+    write_note(
+        vault,
+        f"daily/{dt.date.today() - dt.timedelta(days=150)}.md",
+        "The router was reset after the storm.\n",
+    )
+    write_note(vault, "projects/garden.md", "# Garden\n\nTomatoes and basil on the balcony.\n")
+    write_note(vault, "notes/bread.md", "# Bread\n\nBaked bread, the crumb was open.\n")
+    for number in range(20):
+        write_note(
+            vault, f"shelf/n{number:02}.md", f"# Box {number}\n\nLabel the shelf {number}.\n"
+        )
+    monkeypatch.setenv("APUS_VAULT", str(vault))
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODELPATH", str(tiny_model))
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__CONTEXTSIZE", "512")
+    settings = load_settings()
+    report = sync_index(settings)
+    assert report.embed_error == ""
+    assert report.embedded == report.chunks
+    yield settings
+    embedder = resolve_provider(settings.search).embedder
+    assert embedder is not None
+    embedder.server.stop()  # type: ignore[attr-defined]
+
+
+def _hybrid_search(settings: Settings, query: str, **options: object) -> SearchResponse:
+    searcher = open_searcher(settings)
+    try:
+        return searcher.search(query, SearchOptions(**options))  # type: ignore[arg-type]
+    finally:
+        searcher.close()
+
+
+def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> None:
+    response = _hybrid_search(hybrid, "router closet", min_score=0.0, limit=50)
+    assert response.legs["keyword"].ran and response.legs["vector"].ran
+    assert response.legs["vector"].candidates == 24  # every chunk: fewer than 200
+    hits = response.hits
+    assert hits[0].path == "projects/network.md"
+    assert hits[0].legs == ("keyword", "vector")
+    assert all("vector" in hit.legs for hit in hits)
+    for hit in hits:
+        e = hit.explain
+        assert e.vector_raw is not None
+        assert e.merged == pytest.approx(0.7 * e.vector_norm + 0.3 * e.text_norm)
+        assert hit.score == pytest.approx(e.merged * e.recency * e.importance, abs=1e-5)
+
+
+def test_hybrid_min_score_drops_weak_vector_only_hits_but_keeps_keyword_ones(
+    hybrid: Settings,
+) -> None:
+    everything = _hybrid_search(hybrid, "router closet", min_score=0.0, limit=50, mmr=False).hits
+    keyword = [hit for hit in everything if "keyword" in hit.legs]
+    vector_only = [hit for hit in everything if "keyword" not in hit.legs]
+    assert keyword[0].path == "projects/network.md"
+    assert len(keyword) == 2 and len(vector_only) == 22
+    decayed = keyword[1]
+    assert decayed.path.startswith("daily/")
+    best_vector_only = max(hit.score for hit in vector_only)
+    # The decayed keyword match scores below every vector-only hit...
+    assert decayed.score < min(hit.score for hit in vector_only)
+    assert keyword[0].score > best_vector_only
+
+    # ...yet a threshold between the two best keeps it and drops the vector-only ones.
+    threshold = (keyword[0].score + best_vector_only) / 2
+    for limit in (2, 10):
+        kept = _hybrid_search(hybrid, "router closet", min_score=threshold, limit=limit).hits
+        assert [hit.path for hit in kept] == [keyword[0].path, decayed.path]
+    nothing_passes = _hybrid_search(hybrid, "router closet", min_score=0.99).hits
+    assert [hit.path for hit in nothing_passes] == [keyword[0].path, decayed.path]
+
+
+def test_each_leg_asks_for_at_most_the_configured_candidates(
+    hybrid: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__CANDIDATES", "5")
+    response = _hybrid_search(load_settings(), "label the shelf", min_score=0.0, limit=50)
+    assert response.legs["keyword"].candidates == 5
+    assert response.legs["vector"].candidates == 5
+    assert 5 <= len(response.hits) <= 10  # the union of two lists of five
+
+
+def test_explain_json_through_the_cli_with_vectors(hybrid: Settings) -> None:
+    data = json.loads(
+        run_apus(
+            "memory", "search", "--explain", "--json", "router", "closet", env=dict(os.environ)
+        ).stdout
+    )
+    assert data["legs"]["vector"]["ran"] is True
+    top = data["results"][0]
+    assert top["path"] == "projects/network.md"
+    assert top["legs"] == ["keyword", "vector"]
+    assert set(top["explain"]) == EXPLAIN_KEYS
+    assert top["explain"]["vector_raw"] is not None
+    assert top["explain"]["text_raw"] is not None
+    assert top["explain"]["tier"] == "none"
+    assert top["explain"]["mmr_position"] == 1

@@ -16,6 +16,7 @@ from apus.cli import main
 from apus.config import Settings, load_settings
 from apus.core import open_searcher, sync_index
 from apus.embed.providers import resolve_provider
+from apus.index.sync import Indexer
 from apus.search.engine import Searcher, SearchHit, SearchOptions, SearchResponse
 from support.tiny_gguf import write_tiny_gguf
 
@@ -446,3 +447,39 @@ def test_explain_json_through_the_cli_with_vectors(hybrid: Settings) -> None:
     assert top["explain"]["text_raw"] is not None
     assert top["explain"]["tier"] == "none"
     assert top["explain"]["mmr_position"] == 1
+
+
+def test_a_note_leads_with_its_best_chunk_after_mmr(tmp_path: Path) -> None:
+    # B's chunk is the best; A's first chunk nearly repeats it (so MMR pushes it down) while
+    # A's second chunk is weaker but different (so MMR pulls it up). A must still lead with
+    # its best chunk.
+    shared = "lighthouse keeper climbs the spiral stairs at dusk to light the great lamp"
+    vault = tmp_path / "v"
+    write_note(vault, "b.md", f"{shared} lighthouse lighthouse\n")
+    write_note(
+        vault,
+        "a.md",
+        f"{shared} lighthouse\n\nfishing boats harbour nets gulls tide lighthouse "
+        "herring smoke market quay anchors sails rigging mast\n",
+    )
+    settings = load_settings(
+        overrides={
+            "vault": str(vault),
+            "memory.search.provider": "none",
+            "memory.search.chunking.tokens": 32,
+            "memory.search.chunking.overlap": 0,
+        }
+    )
+    Indexer(settings).sync()
+    searcher = Searcher(settings)
+    try:
+        with_mmr = searcher.search("lighthouse", SearchOptions(mode="keyword")).hits
+        plain = searcher.search("lighthouse", SearchOptions(mode="keyword", mmr=False)).hits
+    finally:
+        searcher.close()
+    a_plain = [h.start_line for h in plain if h.path == "a.md"]
+    assert len(a_plain) == 2 and a_plain[0] == 1  # the repeated passage scores higher
+    a_mmr = [h.start_line for h in with_mmr if h.path == "a.md"]
+    assert a_mmr == a_plain
+    scores = [h.score for h in with_mmr if h.path == "a.md"]
+    assert scores == sorted(scores, reverse=True)

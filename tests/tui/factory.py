@@ -16,6 +16,7 @@ from textual.worker import WorkerCancelled, WorkerFailed
 from apus.cli.context import AppContext
 from apus.config import load_settings
 from apus.core import sync_index
+from apus.embed.providers import resolve_provider
 from apus.index.status import IndexStatus
 from apus.index.sync import SyncReport
 from apus.setup import Hardware
@@ -52,7 +53,12 @@ def write_vault(root: Path, notes: dict[str, str] = NOTES) -> Path:
 def index_vault(vault: Path, config_file: Path) -> SyncReport:
     """Index the vault with the settings the app will use (env included)."""
     settings = load_settings(config_file=config_file, overrides={"vault": str(vault)})
-    return sync_index(settings)
+    resolution = resolve_provider(settings.search)
+    try:
+        return sync_index(settings, resolution=resolution)
+    finally:
+        if resolution.embedder is not None:
+            resolution.embedder.close()
 
 
 def make_app(

@@ -350,7 +350,7 @@ class Searcher:
                 tokens=lambda c: c.tokens,
                 lam=hybrid.mmr.lambda_,
             )
-            chosen = head + tail
+            chosen = _best_chunk_first(head + tail)
             for position, candidate in enumerate(chosen, start=1):
                 candidate.mmr_position = position
         return [self._hit(c, query_tokens, vector_hits) for c in chosen]
@@ -391,3 +391,18 @@ class Searcher:
                 mmr_position=c.mmr_position,
             ),
         )
+
+
+def _best_chunk_first(ordered: list[_Candidate]) -> list[_Candidate]:
+    """Within the slots one note holds, put its chunks in score order: MMR may move a note's
+    second passage up, but a note should lead with its best one."""
+    slots: dict[str, list[int]] = {}
+    for index, candidate in enumerate(ordered):
+        slots.setdefault(candidate.chunk.path, []).append(index)
+    result = list(ordered)
+    for indexes in slots.values():
+        if len(indexes) > 1:
+            ranked = sorted((ordered[i] for i in indexes), key=lambda c: rank_key(c.final, c.tier))
+            for index, candidate in zip(indexes, ranked, strict=True):
+                result[index] = candidate
+    return result

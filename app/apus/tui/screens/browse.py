@@ -64,7 +64,7 @@ class BrowseScreen(Screen[None]):
     ]
 
     @dataclass
-    class Listed(Message):
+    class Listed(Message, bubble=False):
         listing: VaultListing
 
     @property

@@ -49,7 +49,7 @@ class SearchScreen(Screen[None]):
     ]
 
     @dataclass
-    class ResultsReady(Message):
+    class ResultsReady(Message, bubble=False):
         """A search finished; `final` is False for the keyword pass when hybrid follows."""
 
         query: str

@@ -101,7 +101,7 @@ class StatusScreen(Screen[None]):
     ]
 
     @dataclass
-    class Loaded(Message):
+    class Loaded(Message, bubble=False):
         status: IndexStatus
         probing: bool
 

@@ -77,7 +77,7 @@ class SetupScreen(Screen[SetupChoices | None]):
     ]
 
     @dataclass
-    class DownloadProgress(Message):
+    class DownloadProgress(Message, bubble=False):
         done: int
         total: int
 

@@ -57,7 +57,8 @@ def sync_index(
         embedder = resolution.embedder
         if embedder is None:
             if resolution.state == "keyword-only":
-                report.embed_error = resolution.reason
+                fix = f" (fix: {resolution.fix})" if resolution.fix else ""
+                report.embed_error = f"keyword only: {resolution.reason}{fix}"
             return
         try:
             identity = embedder.identity
@@ -184,7 +185,8 @@ def open_searcher(settings: Settings, *, resolution: ProviderResolution | None =
             decision = None
         if decision is not None and decision.action == "reembed":
             start_background_sync(settings)
-    return Searcher(settings, vector_leg=leg or _OffLeg(resolution.reason))
+    reason = resolution.reason + (f" (fix: {resolution.fix})" if resolution.fix else "")
+    return Searcher(settings, vector_leg=leg or _OffLeg(reason))
 
 
 class _OffLeg(VectorLeg):
@@ -232,7 +234,10 @@ def embeddings_state(settings: Settings, *, deep: bool = False) -> dict[str, Any
     embedder = resolution.embedder
     if embedder is None:
         state = "off" if resolution.state == "off" else "keyword-only"
-        return {"state": state, "reason": resolution.reason}
+        info = {"state": state, "reason": resolution.reason}
+        if resolution.fix:
+            info["fix"] = resolution.fix
+        return info
     info: dict[str, Any] = {}
     try:
         leg = ProviderVectorLeg(settings, resolution)

@@ -190,7 +190,7 @@ def test_resolution_of_none_and_misconfigured_remotes() -> None:
 
     no_url = resolve_provider(SearchSettings(provider="openai-compatible", model="m"))
     assert no_url.state == "keyword-only"
-    assert "remote.baseUrl" in no_url.reason
+    assert "remote.baseUrl" in no_url.fix
 
     remote = resolve_provider(openai_settings("http://127.0.0.1:9/v1"))
     assert remote.state == "semantic"  # failures surface later, as request errors
@@ -201,7 +201,7 @@ def test_auto_without_a_downloaded_model_is_keyword_only_with_the_fix() -> None:
     assert resolution.embedder is None
     assert resolution.state == "keyword-only"
     assert "not downloaded" in resolution.reason
-    assert "apus models pull embeddinggemma-300m" in resolution.reason
+    assert "apus models pull embeddinggemma-300m" in resolution.fix
 
 
 def test_a_local_model_path_takes_family_dims_and_sha_from_the_file(tiny_model: Path) -> None:
@@ -244,7 +244,7 @@ def test_a_damaged_catalogue_model_is_quarantined_and_keyword_only() -> None:
     resolution = resolve_provider(SearchSettings(provider="local"))
     assert resolution.state == "keyword-only"
     assert "failed verification" in resolution.reason
-    assert f"apus models pull {DEFAULT_MODEL}" in resolution.reason
+    assert f"apus models pull {DEFAULT_MODEL}" in resolution.fix
     assert not path.exists()
     assert len(list(quarantine_dir().iterdir())) == 1
 

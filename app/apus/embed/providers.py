@@ -36,6 +36,7 @@ class ProviderResolution:
     embedder: Embedder | None
     state: Literal["semantic", "keyword-only", "off"]
     reason: str
+    fix: str = ""
 
 
 def resolve_provider(settings: SearchSettings) -> ProviderResolution:
@@ -45,7 +46,7 @@ def resolve_provider(settings: SearchSettings) -> ProviderResolution:
     try:
         embedder = create_embedder(settings)
     except EmbeddingUnavailable as exc:
-        return ProviderResolution(None, "keyword-only", str(exc))
+        return ProviderResolution(None, "keyword-only", exc.reason, exc.fix or "")
     if isinstance(embedder, LocalEmbedder):
         reason = f"local model {embedder.identity.model}"
     else:

@@ -61,7 +61,8 @@ BUSY_RETRY_S = 5.0
 class ApusApp(App[None]):
     """Search, browse and read one vault; keeps its index fresh in the background."""
 
-    CSS_PATH = "apus.tcss"
+    # Absolute, so subclasses defined elsewhere (the tests' app factory) find it too.
+    CSS_PATH = Path(__file__).with_name("apus.tcss")
     TITLE = "Apus"
     COMMANDS = App.COMMANDS | {ApusCommands}
     MODES: ClassVar[dict[str, str | type[Screen[object]]]] = {

@@ -132,6 +132,13 @@ class KeywordIndex:
             return KeywordState(False, None, f"keyword index damaged ({type(exc).__name__})")
         return KeywordState(True, int(stamp.get("generation", -1)), "")
 
+    def stamp_signature(self) -> int | None:
+        """Changes whenever the index is rewritten (the stamp is replaced last)."""
+        try:
+            return (self.dir / STAMP_FILE).stat().st_mtime_ns
+        except OSError:
+            return None
+
     def size_bytes(self) -> int:
         if not self.dir.is_dir():
             return 0

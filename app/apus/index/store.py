@@ -323,24 +323,6 @@ class Store:
                 result[record.file_id] = record
         return result
 
-    def files_named(self, folded_names: Sequence[str]) -> list[FileRecord]:
-        """Files whose path, basename or stem equals one of the (lower-cased) names."""
-        if not folded_names:
-            return []
-        rows = self._db.execute(
-            "SELECT id, path, size, mtime_ns, sha256, title, note_date, importance, triggers, "
-            "chunking FROM files"
-        )
-        wanted = set(folded_names)
-        found = []
-        for row in rows:
-            path = row[1].lower()
-            base = path.rsplit("/", 1)[-1]
-            stem = base.rsplit(".", 1)[0]
-            if path in wanted or base in wanted or stem in wanted:
-                found.append(_file_record(row))
-        return found
-
     def counts(self) -> tuple[int, int]:
         files = self._db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
         chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]

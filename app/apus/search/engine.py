@@ -112,7 +112,6 @@ class _Candidate:
     importance: float
     tier: PathTier
     final: float
-    tokens: frozenset[str]
     keyword_match: bool
     mmr_position: int | None = None
 
@@ -135,6 +134,8 @@ class Searcher:
         self._keyword = KeywordIndex(self.index_dir)
         self._store: Store | None = None
         self._store_lock = threading.Lock()
+        self._keyword_verified: tuple[int, int | None] | None = None
+        self._names: tuple[int, dict[str, list[int]]] | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
 
     def close(self) -> None:
@@ -157,6 +158,23 @@ class Searcher:
             store = self._open_store()
             return default if store is None else action(store)
 
+    def _files_named(self, store: Store, query: str) -> list[int]:
+        """Ids of files whose path, file name or stem is the query (folded), via a lookup
+        table rebuilt only when the store changes."""
+        generation = store.generation()
+        if self._names is None or self._names[0] != generation:
+            table: dict[str, list[int]] = {}
+            for path, record in store.files().items():
+                folded = fold(path)
+                base = folded.rsplit("/", 1)[-1]
+                for key in {folded, base, base.rsplit(".", 1)[0]}:
+                    table.setdefault(key, []).append(record.id)
+            self._names = (generation, table)
+        key = fold(query).strip().replace("\\", "/")
+        while key.startswith("./"):
+            key = key[2:]
+        return self._names[1].get(key, [])
+
     # -- the keyword leg ----------------------------------------------------------------
 
     def _keyword_ready(self, *, damaged: bool = False) -> tuple[bool, str, int]:
@@ -167,10 +185,15 @@ class Searcher:
         generation = self._with_store(lambda s: s.generation(), None)
         if generation is None:
             return False, "the vault has not been indexed yet (run `apus memory index`)", 0
+        signature = (generation, self._keyword.stamp_signature())
+        if not damaged and signature == self._keyword_verified:
+            # Opening the index to check it costs more than a search: once per change is enough.
+            return True, "", int(generation)  # type: ignore[arg-type]
         state = self._keyword.state()
         if damaged:
             state = KeywordState(False, None, "keyword index damaged")
         if state.usable and state.generation == generation:
+            self._keyword_verified = signature
             return True, "", int(generation)  # type: ignore[arg-type]
         try:
             with WriterLock(self.index_dir, self.vault):
@@ -248,7 +271,7 @@ class Searcher:
         elif "vector" not in legs:
             legs["vector"] = LegReport(False, "not requested (--mode keyword)")
 
-        path_files = self._with_store(lambda s: s.files_named([fold(query)]), [])
+        path_files = self._with_store(lambda s: self._files_named(s, query), [])
         hits = self._rank(
             query,
             terms,
@@ -269,7 +292,7 @@ class Searcher:
         terms: list[str],
         vector_hits: dict[int, float] | None,
         text_hits: dict[int, float],
-        path_files: list,  # list[FileRecord]
+        path_files: list[int],
         options: SearchOptions,
         limit: int,
         *,
@@ -286,9 +309,7 @@ class Searcher:
         ids = list(merged)
         path_chunk_ids: set[int] = set()
         if path_files:
-            firsts = self._with_store(
-                lambda s: s.first_chunk_of_files([f.id for f in path_files]), {}
-            )
+            firsts = self._with_store(lambda s: s.first_chunk_of_files(path_files), {})
             path_chunk_ids = {c.id for c in firsts.values()}  # type: ignore[union-attr]
             ids.extend(i for i in path_chunk_ids if i not in merged)
         chunks: dict[int, ChunkRecord] = self._with_store(  # type: ignore[assignment]
@@ -324,7 +345,6 @@ class Searcher:
                     importance=factors.importance,
                     tier=factors.tier,
                     final=final_score(base, factors),
-                    tokens=snippet_tokens(chunk.text),
                     keyword_match=(score is not None and score.text_raw is not None)
                     or chunk_id in path_chunk_ids,
                 )
@@ -347,7 +367,7 @@ class Searcher:
             tail = mmr_order(
                 [c for c in chosen if c.tier == PathTier.NONE],
                 relevance=lambda c: c.final,
-                tokens=lambda c: c.tokens,
+                tokens=lambda c: snippet_tokens(c.chunk.text),
                 lam=hybrid.mmr.lambda_,
             )
             chosen = _best_chunk_first(head + tail)

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
+
+# A heading, list or quote marker. Snippets arrive with their newlines already collapsed, so
+# any such marker standing alone between spaces counts (a spaced dash reads fine as "·").
+_LINE_MARKER = re.compile(r"(?:^|(?<=\s))(?:#{1,6}|[-*+>])[ \t\n]+")
 
 
 def plural(count: int, word: str, words: str | None = None) -> str:
@@ -48,14 +53,26 @@ def day_label(day: dt.date) -> str:
 def flatten_snippet(
     text: str, highlights: tuple[tuple[int, int], ...], limit: int
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """Collapse whitespace runs (newlines included) to one space and cut at `limit` chars.
+    """One line of plain text from a Markdown snippet, cut at `limit` chars.
 
-    Highlight spans move with the text; a span the cut runs through is clipped.
+    Whitespace runs (newlines included) become one space; heading, list and quote markers
+    become a " · " separator. Highlight spans move with the text; a span the
+    cut runs through is clipped.
     """
+    markers: dict[int, int] = {match.start(): match.end() for match in _LINE_MARKER.finditer(text)}
     out: list[str] = []
     offsets: list[int] = []  # offsets[i]: where original char i lands in `out`
-    for char in text:
+    skip_until = 0
+    for index, char in enumerate(text):
+        if index in markers:
+            skip_until = markers[index]
+            while out and out[-1] == " ":
+                out.pop()
+            if out:
+                out.extend(" · ")
         offsets.append(len(out))
+        if index < skip_until:
+            continue
         if not char.isspace():
             out.append(char)
         elif out and out[-1] != " ":

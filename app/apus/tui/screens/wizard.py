@@ -19,6 +19,7 @@ from textual.widgets import (
     ContentSwitcher,
     Footer,
     Input,
+    Label,
     ProgressBar,
     RadioButton,
     RadioSet,
@@ -129,8 +130,10 @@ class SetupScreen(Screen[SetupChoices | None]):
                         yield RadioButton(choice.label, value=choice == self.provider)
                 yield Static("", id="provider-description", markup=False)
                 with Vertical(id="remote-fields"):
-                    yield Input(placeholder="Server URL", id="remote-url")
-                    yield Input(placeholder="Model name on that server", id="remote-model")
+                    yield Label("Server URL", classes="field-label")
+                    yield Input(placeholder="http://host:port", id="remote-url")
+                    yield Label("Model name on that server", classes="field-label")
+                    yield Input(placeholder="as the server lists it", id="remote-model")
                 yield Static("Checking this computer for a GPU…", id="hardware", markup=False)
             with Vertical(id="step-model"):
                 yield Static("", id="model-info", markup=False)
@@ -340,6 +343,7 @@ class SetupScreen(Screen[SetupChoices | None]):
             self.query_one("#download", Button).label = "Resume download"
         else:
             status.update("The model could not be downloaded.")
+            self.query_one("#download", Button).label = "Try again"
             self.query_one("#offline-message", Static).update(error_text(worker.error))
             self.query_one("#offline").display = True
             self.query_one("#keyword-only", Button).focus()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,8 +83,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not (args.onedir or args.onefile):
         parser.error("pass --onedir, --onefile or both")
-    if shutil.which("objdump") is None and sys.platform.startswith("linux"):
-        parser.error("PyInstaller needs objdump on Linux (binutils)")
     started = time.monotonic()
     made = build(onedir=args.onedir, onefile=args.onefile, dist=args.dist, work=args.work)
     print(f"built in {time.monotonic() - started:.0f}s")

@@ -32,7 +32,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "packaging" / "build.py"
 SAMPLE_VAULT = REPO_ROOT / "assets" / "sample-vault"
 # Generous: two slow cores, shared with other work, and a one-file binary unpacks itself
-# (about 170 MB) on every start.
+# (about 180 MB) on every start.
 BUILD_TIMEOUT_S = 2400
 RUN_TIMEOUT_S = 300
 SETTLE_TIMEOUT_S = 120
@@ -54,14 +54,14 @@ class Sandbox:
 
 
 @pytest.fixture(scope="module")
-def binaries(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Binaries:
+def binaries(
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[Binaries]:
     """Both binaries, built once for the module by the real build script."""
     dist = tmp_path_factory.mktemp("dist")
-    work = tmp_path_factory.mktemp("pyinstaller-work")
     started = time.monotonic()
-    command = [sys.executable, str(BUILD_SCRIPT), "--onedir", "--onefile", "--dist", str(dist)]
     result = subprocess.run(
-        [*command, "--work", str(work)],
+        [sys.executable, str(BUILD_SCRIPT), "--onedir", "--onefile", "--dist", str(dist)],
         capture_output=True,
         text=True,
         timeout=BUILD_TIMEOUT_S,
@@ -69,18 +69,17 @@ def binaries(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Conf
     )
     seconds = time.monotonic() - started
     assert result.returncode == 0, f"build failed:\n{result.stdout}\n{result.stderr[-20000:]}"
-    shutil.rmtree(work, ignore_errors=True)
     onedir = dist / "apus" / "apus"
     onefiles = sorted(dist.glob("apus-*"))
     assert onedir.is_file(), f"no one-folder binary in {sorted(dist.rglob('*'))[:20]}"
     assert len(onefiles) == 1, f"expected one one-file binary, found {onefiles}"
-    reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(
-            f"\npackaged binaries built in {seconds:.0f}s: one-folder "
-            f"{_tree_mb(onedir.parent):.0f} MB, one-file {_tree_mb(onefiles[0]):.0f} MB"
-        )
-    return Binaries(onedir=onedir, onefile=onefiles[0])
+    _report(
+        pytestconfig,
+        f"packaged binaries built in {seconds:.0f}s: one-folder "
+        f"{_tree_mb(onedir.parent):.0f} MB, one-file {_tree_mb(onefiles[0]):.0f} MB",
+    )
+    yield Binaries(onedir=onedir, onefile=onefiles[0])
+    shutil.rmtree(dist, ignore_errors=True)  # about 250 MB; pytest keeps old tmp folders
 
 
 @pytest.fixture(scope="module")
@@ -292,6 +291,16 @@ def _wait_for_processes_mentioning(root: Path) -> list[int]:
 def _kill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def _report(config: pytest.Config, line: str) -> None:
+    """Show a line in the test session's output even though output is being captured."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(f"\n{line}")
 
 
 def _tree_mb(path: Path) -> float:

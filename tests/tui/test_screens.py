@@ -14,6 +14,7 @@ from apus.tui.screens.help import HelpScreen
 from apus.tui.screens.search import SearchScreen
 from apus.tui.screens.status import StatusScreen
 from apus.tui.widgets.preview import NotePreview
+from apus.tui.widgets.results import ResultList
 from apus.tui.widgets.status_bar import StatusBar
 
 from .factory import SIZE, Recorder, make_app, settle
@@ -142,3 +143,30 @@ async def test_quitting_stops_the_watcher_and_the_index_update(
     assert all(w.is_finished for w in watchers)
     assert watchers[0].cancelled_event.is_set()
     assert not isinstance(app, ApusApp) or app.return_code in (None, 0)
+
+
+async def test_switch_vault_from_the_palette(
+    indexed_vault: Path, config_file: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "home" / "work-notes"
+    other.mkdir()
+    (other / "standup.md").write_text("# Standup\n\nShip the zeppelin feature.\n", "utf-8")
+    app = make_app(indexed_vault, config_file)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"switch vault")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press(*["backspace"] * 40, *"~/work-notes", "enter")
+        await settle(pilot)
+        assert app.vault == other
+        assert "work-notes" in config_file.read_text(encoding="utf-8")
+        await pilot.press(*"zeppelin")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        assert [hit.path for hit in screen.query_one(ResultList).hits] == ["standup.md"]
+        assert app.counts.startswith("1 note ")

@@ -42,10 +42,13 @@ def snap_vault(vault: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def typed(*keys: str) -> Callable[[Pilot[Any]], Any]:
+    """Press the keys one at a time, letting every worker a key starts finish first."""
+
     async def run_before(pilot: Pilot[Any]) -> None:
         await settle(pilot)
-        await pilot.press(*keys)
-        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
 
     return run_before
 

@@ -34,7 +34,7 @@ class ApusCommands(Provider):
         )
         yield PaletteCommand(
             "Force re-embed",
-            "Compute every embedding again with the current model",
+            "Rebuild the vectors for the current model (unchanged text reuses its cache)",
             app.action_reembed,
         )
         yield PaletteCommand(

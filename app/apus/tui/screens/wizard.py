@@ -412,7 +412,8 @@ class SetupScreen(Screen[SetupChoices | None]):
         if work.total:
             bar.update(total=work.total, progress=work.done)
         eta = eta_text(work.eta_seconds)
-        phase.update(f"{work.label}{' · ' + eta if eta else ''}")
+        counted = f" {work.done:,} of {work.total:,}" if work.total else "…"
+        phase.update(f"{work.label}{counted}{' · ' + eta if eta else ''}")
         if work.phase == "embed":
             self._keyword_is_ready(
                 "Keyword search is ready. Meaning search is being prepared in the background; "

@@ -1,0 +1,121 @@
+"""apus.setup without a UI: folder checks, provider choices, GGUF checks, saving config.toml."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from apus.setup import (
+    PROVIDER_CHOICES,
+    SetupChoices,
+    check_folder,
+    check_gguf,
+    count_notes,
+    detect_hardware,
+    save_choices,
+)
+from support.tiny_gguf import write_tiny_gguf
+
+
+def test_check_folder_verdicts(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    (notes / "sub").mkdir(parents=True)
+    (notes / "a.md").write_text("a", encoding="utf-8")
+    (notes / "sub" / "b.markdown").write_text("b", encoding="utf-8")
+    (notes / "picture.png").write_bytes(b"\x89PNG")
+    assert check_folder("").level == "error"
+    assert "does not exist" in check_folder(str(tmp_path / "nope")).message
+    file_check = check_folder(str(notes / "a.md"))
+    assert (file_check.level, file_check.usable) == ("error", False)
+    assert "is a file" in file_check.message
+    good = check_folder(str(notes))
+    assert (good.level, good.notes, good.path) == ("ok", 2, notes)
+    assert good.message == "2 notes found."
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert check_folder(str(empty)).level == "warning"
+    assert check_folder(str(empty)).usable
+
+
+def test_check_folder_expands_home_and_warns_about_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "x.md").write_text("x", encoding="utf-8")
+    assert check_folder("~/notes").path == tmp_path / "notes"
+    whole_home = check_folder("~")
+    assert whole_home.level == "warning" and "whole home" in whole_home.message
+
+
+def test_count_notes_skips_hidden_folders_and_stops_at_the_limit(tmp_path: Path) -> None:
+    (tmp_path / ".obsidian").mkdir()
+    (tmp_path / ".obsidian" / "hidden.md").write_text("h", encoding="utf-8")
+    for number in range(5):
+        (tmp_path / f"n{number}.md").write_text("n", encoding="utf-8")
+    assert count_notes(tmp_path) == (5, False)
+    assert count_notes(tmp_path, limit=3) == (3, True)
+
+
+def test_config_updates_per_provider(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    assert SetupChoices(vault, "none").config_updates() == {
+        "vault": str(vault),
+        "memory.search.provider": "none",
+    }
+    local = SetupChoices(vault, "local", model="embeddinggemma-300m").config_updates()
+    assert local["memory.search.model"] == "embeddinggemma-300m"
+    assert local["memory.search.local.modelPath"] == ""
+    own = SetupChoices(vault, "local", model="x", model_path="/m/own.gguf").config_updates()
+    assert (own["memory.search.model"], own["memory.search.local.modelPath"]) == (
+        "",
+        "/m/own.gguf",
+    )
+    remote = SetupChoices(
+        vault, "ollama", model="embeddinggemma", base_url="http://127.0.0.1:11434"
+    ).config_updates()
+    assert remote["memory.search.remote.baseUrl"] == "http://127.0.0.1:11434"
+    assert {c.name for c in PROVIDER_CHOICES} == {
+        "local",
+        "ollama",
+        "lmstudio",
+        "openai-compatible",
+        "none",
+    }
+
+
+def test_save_choices_keeps_the_users_comments(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '# my notes setup\n[tui]\ntheme = "nord"  # easier on the eyes\n', encoding="utf-8"
+    )
+    save_choices(SetupChoices(tmp_path / "vault", "none"), config_file=config)
+    text = config.read_text(encoding="utf-8")
+    assert "# my notes setup" in text and "# easier on the eyes" in text
+    data = tomllib.loads(text)
+    assert data["tui"]["theme"] == "nord"
+    assert data["vault"] == str(tmp_path / "vault")
+    assert data["memory"]["search"]["provider"] == "none"
+
+
+def test_check_gguf(tmp_path: Path) -> None:
+    model = write_tiny_gguf(tmp_path / "tiny.gguf", name="tiny-embeddinggemma")
+    good = check_gguf(str(model))
+    assert good.ok and good.path == model
+    assert good.message == "tiny.gguf: tiny-embeddinggemma, 32 dimensions."
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a model at all")
+    assert not check_gguf(str(junk)).ok
+    assert not check_gguf(str(tmp_path / "absent.gguf")).ok
+    assert not check_gguf("").ok
+
+
+def test_detect_hardware_agrees_with_llama_cpp() -> None:
+    import llama_cpp
+
+    hardware = detect_hardware()
+    assert hardware.gpu_offload == bool(llama_cpp.llama_supports_gpu_offload())
+    assert hardware.cpu_count >= 1
+    assert ("GPU" in hardware.summary) if hardware.gpu_offload else ("CPU" in hardware.summary)

@@ -104,9 +104,12 @@ def sync_index(
 class ProviderVectorLeg(VectorLeg):
     """The Searcher's vector leg: query embedding through the provider, then FAISS."""
 
-    def __init__(self, settings: Settings, resolution: ProviderResolution) -> None:
+    def __init__(
+        self, settings: Settings, resolution: ProviderResolution, *, owns_embedder: bool = False
+    ) -> None:
         self.settings = settings
         self.resolution = resolution
+        self.owns_embedder = owns_embedder
         self.index_dir = settings.index_dir()
         self.vectors = VectorIndex(self.index_dir)
         self.strict = settings.search.provider in REMOTE_PROVIDERS
@@ -161,6 +164,10 @@ class ProviderVectorLeg(VectorLeg):
             raise
         return self.vectors.search(vector, k, embedder.identity.key())
 
+    def close(self) -> None:
+        if self.owns_embedder and self.resolution.embedder is not None:
+            self.resolution.embedder.close()
+
 
 def embedding_progress(settings: Settings, identity: EmbeddingIdentity | None) -> str:
     if identity is None or not Store.exists(settings.index_dir()):
@@ -174,17 +181,29 @@ def embedding_progress(settings: Settings, identity: EmbeddingIdentity | None) -
     return f"{100 * done // max(chunks, 1)}%"
 
 
-def open_searcher(settings: Settings, *, resolution: ProviderResolution | None = None) -> Searcher:
-    """A Searcher with its vector leg; starts the one-time background re-embed when due."""
+def open_searcher(
+    settings: Settings,
+    *,
+    resolution: ProviderResolution | None = None,
+    start_rebuild: bool = True,
+) -> Searcher:
+    """A Searcher with its vector leg; starts the one-time background re-embed when due.
+
+    A resolution passed in stays the caller's to close; one made here closes with the
+    Searcher. `start_rebuild=False` suits a caller that runs its own syncs (the app).
+    """
+    owns = resolution is None
     resolution = resolution or resolve_provider(settings.search)
-    leg = ProviderVectorLeg(settings, resolution) if resolution.embedder is not None else None
-    if leg is not None:
-        try:
-            decision = leg.decision()
-        except EmbeddingError:
-            decision = None
-        if decision is not None and decision.action == "reembed":
-            start_background_sync(settings)
+    leg = None
+    if resolution.embedder is not None:
+        leg = ProviderVectorLeg(settings, resolution, owns_embedder=owns)
+        if start_rebuild:
+            try:
+                decision = leg.decision()
+            except EmbeddingError:
+                decision = None
+            if decision is not None and decision.action == "reembed":
+                start_background_sync(settings)
     reason = resolution.reason + (f" (fix: {resolution.fix})" if resolution.fix else "")
     return Searcher(settings, vector_leg=leg or _OffLeg(reason))
 
@@ -238,6 +257,17 @@ def embeddings_state(settings: Settings, *, deep: bool = False) -> dict[str, Any
         if resolution.fix:
             info["fix"] = resolution.fix
         return info
+    try:
+        return _semantic_state(settings, resolution, deep=deep)
+    finally:
+        embedder.close()  # a probe started the server: leave no client registered
+
+
+def _semantic_state(
+    settings: Settings, resolution: ProviderResolution, *, deep: bool
+) -> dict[str, Any]:
+    embedder = resolution.embedder
+    assert embedder is not None
     info: dict[str, Any] = {}
     try:
         leg = ProviderVectorLeg(settings, resolution)

@@ -25,7 +25,10 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def run_worker(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run one measurement in a fresh process (so its peak RSS is its own); parse its JSON."""
-    command = [sys.executable, "-m", "apus.benchmarks.worker", *args]
+    if getattr(sys, "frozen", False):  # a packaged binary has no `-m`: it runs itself
+        command = [sys.executable, "_bench-worker", *args]
+    else:
+        command = [sys.executable, "-m", "apus.benchmarks.worker", *args]
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"benchmark step failed: {done.stderr.strip()[-2000:]}")

@@ -66,7 +66,7 @@ def setup(app_ctx: AppContext) -> None:
 
 
 def _register() -> None:
-    from apus.cli.bench import bench
+    from apus.cli.bench import bench, bench_worker
     from apus.cli.evaluate import evaluate
     from apus.cli.memory import memory
     from apus.cli.models import models, serve_embeddings
@@ -74,6 +74,7 @@ def _register() -> None:
     main.add_command(memory)
     main.add_command(models)
     main.add_command(bench)
+    main.add_command(bench_worker)
     main.add_command(evaluate)
     main.add_command(serve_embeddings)
 

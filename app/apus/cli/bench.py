@@ -17,6 +17,15 @@ def bench() -> None:
     """Measure speed and memory (prints figures; never changes the corpus)."""
 
 
+@click.command("_bench-worker", hidden=True, context_settings={"ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def bench_worker(args: tuple[str, ...]) -> None:
+    """Internal: one benchmark step in its own process (used by packaged binaries)."""
+    from apus.benchmarks.worker import main as worker_main
+
+    worker_main(list(args))
+
+
 @bench.command("index")
 @click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
 def bench_index(corpus: Path) -> None:

@@ -19,7 +19,7 @@ from apus.index.store import Store
 
 # Chunks per checkpoint: each batch is embedded, cached and committed before the next, so a
 # killed run resumes where it stopped. The embedder packs requests by tokens on its own.
-EMBED_BATCH_CHUNKS = 64
+EMBED_BATCH_CHUNKS = 16
 
 
 def cache_key(identity: EmbeddingIdentity, text_sent: str) -> str:
@@ -106,9 +106,11 @@ class VectorIndex:
         return {int(i): float(s) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0}
 
     def count(self, identity_key: str) -> int:
-        with self._lock:
-            index = self._current(identity_key)
-            return 0 if index is None else int(index.ntotal)
+        """Vectors on disk for this identity, from the stamp (reading the index costs MBs)."""
+        stamp = self.stamp()
+        if not stamp or stamp.get("identity") != identity_key:
+            return 0
+        return int(stamp.get("count", 0))  # type: ignore[call-overload]
 
     def _current(self, identity_key: str) -> faiss.Index | None:
         try:
@@ -146,6 +148,8 @@ def embed_missing(
     missing = store.chunks_missing_vectors(key)
     total = len(missing)
     done = cached_total = embedded = 0
+    if progress is not None and total:
+        progress(EmbedProgress(0, total, 0))  # the first batch can take a while on a CPU
     for start in range(0, total, EMBED_BATCH_CHUNKS):
         if cancel is not None and cancel.is_set():
             break

@@ -99,6 +99,9 @@ class VectorLeg:
     def search(self, query: str, k: int) -> dict[int, float]:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Release what the leg holds (an embedder it owns)."""
+
 
 @dataclass
 class _Candidate:
@@ -141,6 +144,8 @@ class Searcher:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._keyword.close()
+        if self.vector_leg is not None:
+            self.vector_leg.close()
         with self._store_lock:
             if self._store is not None:
                 self._store.close()

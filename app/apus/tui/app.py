@@ -190,7 +190,7 @@ class ApusApp(AppServices):
             self._use_vault(path)
             self.notify(f"Now searching {home_relative(path)}.", title="Vault switched")
 
-        self.push_screen(FolderPickerScreen(str(self.vault)), chosen)
+        self.push_screen(FolderPickerScreen(home_relative(self.vault)), chosen)
 
     def action_setup(self) -> None:
         self.push_screen(SetupScreen(self.settings, self._wizard_options()), self._setup_closed)

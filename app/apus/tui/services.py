@@ -108,7 +108,10 @@ class AppServices(App[None]):
         """The vault's Searcher, opened on first use; safe to call from worker threads."""
         with self._searcher_lock:
             if self._searcher is None:
-                self._searcher = open_searcher(self.settings, resolution=self._provider_locked())
+                # The app runs its own syncs, so no detached re-embed is started here.
+                self._searcher = open_searcher(
+                    self.settings, resolution=self._provider_locked(), start_rebuild=False
+                )
             return self._searcher
 
     def embedding_provider(self) -> ProviderResolution:

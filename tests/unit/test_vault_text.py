@@ -205,3 +205,11 @@ def test_snippet_tokens_are_folded_terms() -> None:
     assert snippet_tokens("Café cafe\u0301 CAFE bar") == frozenset({"cafe", "bar"})
     assert snippet_tokens("東京都") == frozenset({"東京", "京都"})
     assert snippet_tokens("") == frozenset()
+
+
+def test_query_terms_drop_function_words_but_never_everything() -> None:
+    from apus.vault.text import query_terms
+
+    assert query_terms("Where do I keep the WiFi password?") == ["keep", "wifi", "password"]
+    assert query_terms("the who") == ["the", "who"]  # only function words: keep them
+    assert query_terms("café Café") == ["cafe"]

@@ -28,7 +28,7 @@ from apus.search.ranking import (
     select_with_min_score,
 )
 from apus.search.snippet import make_snippet
-from apus.vault.text import fold, snippet_tokens, tokenize
+from apus.vault.text import fold, query_terms, snippet_tokens
 
 Mode = Literal["hybrid", "keyword", "vector"]
 
@@ -255,7 +255,7 @@ class Searcher:
         settings = self.settings.search.query
         limit = options.limit or settings.max_results
         query = query.strip()
-        terms = list(dict.fromkeys(token.term for token in tokenize(query)))
+        terms = query_terms(query)
         if not query:
             return SearchResponse(query, options.mode, [])
         k = settings.candidates

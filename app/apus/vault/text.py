@@ -182,3 +182,22 @@ def count_tokens(text: str) -> int:
 def snippet_tokens(text: str) -> frozenset[str]:
     """The set of folded terms of `text`, for Jaccard similarity between snippets."""
     return frozenset(token.term for token in tokenize(text))
+
+
+# Function words a query carries but a note's relevance does not: "where do I keep the wifi
+# password" should match on wifi and password, not on every note that says "I" and "the".
+# Only queries are filtered (the index keeps every word), so this needs no index rebuild.
+QUERY_STOP_WORDS = frozenset(
+    """a about after all also am an and any are as at be been but by can could did do does
+    doing for from had has have having he her here hers him his how i if in into is it its
+    just me my myself no nor not of on or our ours out over she should so some than that the
+    their theirs them then there these they this those through to too under until up very was
+    we were what when where which while who whom why will with would you your yours""".split()  # noqa: SIM905
+)
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct folded terms of a query, without function words unless that leaves none."""
+    terms = list(dict.fromkeys(token.term for token in tokenize(query)))
+    content = [term for term in terms if term not in QUERY_STOP_WORDS]
+    return content or terms

@@ -142,6 +142,7 @@ class SearchScreen(Screen[None]):
         if message.query != self.query_text.strip():
             return  # the user typed on; a newer search is coming
         response = message.response
+        same_query = self.response is not None and self.response.query == response.query
         if response.mode == "hybrid" and "vector" in response.legs:
             self.apus.note_vector_leg(response.legs["vector"])
         self.response = response
@@ -151,7 +152,7 @@ class SearchScreen(Screen[None]):
             f"{response.mode} results for {message.query!r} {latency:.0f} ms after the keystroke"
         )
         results = self.query_one(ResultList)
-        results.show_hits(response.hits)
+        results.show_hits(response.hits, same_query=same_query)
         self._show_info(response, message.final)
         self._show_message(response)
         hit = results.highlighted_hit

@@ -49,9 +49,10 @@ class ResultList(OptionList):
         super().__init__(id=id)
         self.hits: list[SearchHit] = []
 
-    def show_hits(self, hits: list[SearchHit]) -> None:
-        """Replace the list, keeping the highlighted hit when it is still there."""
-        previous = self.highlighted_hit
+    def show_hits(self, hits: list[SearchHit], *, same_query: bool = False) -> None:
+        """Replace the list. When better results for the same query arrive (hybrid after
+        keyword), a hit the user moved to stays highlighted; a new query starts at the top."""
+        previous = self.highlighted_hit if same_query and self.highlighted else None
         width = max(20, self.scrollable_content_region.width or self.size.width or 60)
         self.hits = list(hits)
         options: list[Option | None] = []
@@ -69,6 +70,8 @@ class ResultList(OptionList):
                     keep = index
                     break
         self.highlighted = self.get_option_index(str(keep))
+        if keep == 0:
+            self.scroll_home(animate=False)
 
     @property
     def highlighted_hit(self) -> SearchHit | None:

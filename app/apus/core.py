@@ -47,8 +47,13 @@ def sync_index(
     cancel: threading.Event | None = None,
     progress: ProgressCallback | None = None,
     resolution: ProviderResolution | None = None,
+    reembed: bool = False,
 ) -> SyncReport:
-    """Update keyword data first (searchable at once), then vectors when embeddings are on."""
+    """Update keyword data first (searchable at once), then vectors when embeddings are on.
+
+    `reembed` throws away this model's cached vectors first, so every chunk is embedded
+    again (for a model file changed in place, or a suspect cache).
+    """
     resolution = resolution or resolve_provider(settings.search)
     index_dir = settings.index_dir()
     emit = progress or (lambda _event: None)
@@ -69,6 +74,9 @@ def sync_index(
         if decision.action == "pause" and not force:
             report.embed_error = f"{decision.reason}. Fix: {decision.fix}"
             return
+        if reembed:
+            with store.transaction():
+                store.forget_vectors(identity.key())
         started = time.monotonic()
 
         def on_progress(event: EmbedProgress) -> None:

@@ -96,6 +96,10 @@ def test_index_and_hybrid_search_with_the_managed_server(
     # A second sync embeds nothing: every vector comes from the store.
     again = sync_index(settings)
     assert again.embedded == 0
+    # --reembed ignores the cache: every chunk goes to the model again, and search still works.
+    forced = sync_index(settings, reembed=True)
+    assert forced.embedded == report.chunks
+    assert embeddings_state(settings)["vectors"] == report.chunks
 
 
 def test_prefix_scheme_change_reembeds_once_while_keyword_serves(

@@ -29,8 +29,9 @@ def _json(data: Any) -> None:
 
 @memory.command()
 @click.option("--force", is_flag=True, help="Re-read every file and rebuild all indexes.")
+@click.option("--reembed", is_flag=True, help="Embed every chunk again, ignoring cached vectors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON, no progress bar.")
-def index(force: bool, as_json: bool) -> None:
+def index(force: bool, reembed: bool, as_json: bool) -> None:
     """Build or update the index (only changed files are read again).
 
     Ctrl-C stops cleanly; what was done is kept and the next run continues from there.
@@ -52,7 +53,9 @@ def index(force: bool, as_json: bool) -> None:
         signal.signal(signal.SIGINT, on_interrupt)
         try:
             with SyncProgressBar(enabled=not as_json) as bar:
-                report = sync_index(settings, force=force, cancel=cancel, progress=bar.update)
+                report = sync_index(
+                    settings, force=force, reembed=reembed, cancel=cancel, progress=bar.update
+                )
         finally:
             signal.signal(signal.SIGINT, previous)
         if as_json:

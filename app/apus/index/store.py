@@ -371,8 +371,13 @@ class Store:
             rows,
         )
 
-    def clear_chunk_vectors(self) -> None:
-        self._db.execute("DELETE FROM chunk_vectors")
+    def forget_vectors(self, identity_key: str) -> None:
+        """Drop every cached vector and chunk link of one identity (a forced re-embed)."""
+        self._db.execute("DELETE FROM chunk_vectors WHERE identity = ?", (identity_key,))
+        self._db.execute(
+            "DELETE FROM embedding_cache WHERE key >= ? AND key < ?",
+            (f"{identity_key}:", f"{identity_key};"),
+        )
 
     def chunks_missing_vectors(self, identity_key: str) -> list[int]:
         rows = self._db.execute(

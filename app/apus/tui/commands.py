@@ -34,7 +34,7 @@ class ApusCommands(Provider):
         )
         yield PaletteCommand(
             "Force re-embed",
-            "Rebuild the vectors for the current model (unchanged text reuses its cache)",
+            "Embed every passage again with the current model (ignores cached vectors)",
             app.action_reembed,
         )
         yield PaletteCommand(

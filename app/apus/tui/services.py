@@ -204,12 +204,13 @@ class AppServices(App[None]):
         self._sync(force)
 
     @work(thread=True, group="sync", exit_on_error=False)
-    def _sync(self, force: bool) -> SyncReport:
+    def _sync(self, force: bool, reembed: bool = False) -> SyncReport:
         worker = get_current_worker()
         return sync_index(
             self.settings,
             resolution=self.embedding_provider(),
             force=force,
+            reembed=reembed,
             cancel=worker.cancelled_event,
             progress=lambda event: self.post_message(self.IndexProgress(event)),
         )
@@ -269,7 +270,12 @@ class AppServices(App[None]):
         self.notify("Rebuilding the index; keyword search keeps working meanwhile.", timeout=4)
 
     def action_reembed(self) -> None:
-        self.request_sync(force=True)
+        if any(w.group == "sync" and not w.is_finished for w in self.workers):
+            self.notify("The index is being updated; re-embed when it has finished.")
+            return
+        self._phase = ""
+        self.background = BackgroundWork("Re-embedding every passage", "embed")
+        self._sync(False, reembed=True)
         self.notify(
             "Rebuilding vectors for the current model; keyword search keeps working.", timeout=4
         )

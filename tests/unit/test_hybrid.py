@@ -35,10 +35,13 @@ def test_normalise_weights(
     assert normalise_weights(vector_weight, text_weight) == pytest.approx(expected)
 
 
-def test_vector_scores_are_clamped_not_rescaled() -> None:
-    scores = normalise_vector_scores({"a": 0.42, "b": -0.2, "c": 1.3})
-    # 0.42 stays 0.42 although it is the best in the set: the scale is absolute.
-    assert scores == pytest.approx({"a": 0.42, "b": 0.0, "c": 1.0})
+def test_vector_scores_are_rescaled_over_the_candidates() -> None:
+    # Cosines 0.3..0.6 (clamped first): the weakest becomes 0, the best 1, the middle 0.5.
+    scores = normalise_vector_scores({"a": 0.6, "b": 0.45, "c": 0.3, "d": -0.2})
+    assert scores == pytest.approx({"a": 1.0, "b": 0.75, "c": 0.5, "d": 0.0})
+    # One candidate, or all equal: nothing to rescale by, the clamped cosine stays.
+    assert normalise_vector_scores({"a": 0.42}) == pytest.approx({"a": 0.42})
+    assert normalise_vector_scores({"a": 1.3, "b": 1.2}) == pytest.approx({"a": 1.0, "b": 1.0})
     assert normalise_vector_scores({}) == {}
 
 
@@ -61,14 +64,15 @@ def test_text_scores_without_a_positive_best_are_zero(raw: dict[str, float]) -> 
 
 
 def test_merge_uses_union_and_scores_missing_leg_as_zero() -> None:
-    merged = merge_legs({"a": 0.8, "b": 0.4}, {"b": 6.0, "c": 3.0}, 0.7, 0.3)
+    merged = merge_legs({"a": 0.8, "b": 0.4, "d": 0.2}, {"b": 6.0, "c": 3.0}, 0.7, 0.3)
 
-    assert set(merged) == {"a", "b", "c"}
+    assert set(merged) == {"a", "b", "c", "d"}
+    # vector rescaled over 0.2..0.8: a 1.0, b 1/3, d 0
     assert merged["a"] == MergedScore(
-        key="a", vector_raw=0.8, vector_norm=0.8, text_raw=None, text_norm=0.0, merged=0.7 * 0.8
+        key="a", vector_raw=0.8, vector_norm=1.0, text_raw=None, text_norm=0.0, merged=0.7
     )
-    # b: 0.7·0.4 + 0.3·(6/6) = 0.58
-    assert merged["b"].merged == pytest.approx(0.58)
+    # b: 0.7·(1/3) + 0.3·(6/6) ≈ 0.5333
+    assert merged["b"].merged == pytest.approx(0.7 / 3 + 0.3)
     assert merged["b"].text_raw == 6.0
     assert merged["b"].text_norm == pytest.approx(1.0)
     # c: keyword only, half the best BM25 score: 0.3·0.5
@@ -95,7 +99,7 @@ def test_merge_keyword_only_when_vector_leg_did_not_run() -> None:
 
 def test_merge_vector_only_when_keyword_leg_did_not_run() -> None:
     merged = merge_legs({"a": 0.8, "b": -0.1}, None, 0.7, 0.3)
-    assert merged["a"].merged == pytest.approx(0.8)
+    assert merged["a"].merged == pytest.approx(1.0)
     assert merged["b"].merged == 0.0
     assert merged["a"].text_raw is None
 

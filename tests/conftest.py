@@ -13,7 +13,9 @@ SAMPLE_VAULT = REPO_ROOT / "assets" / "sample-vault"
 
 
 @pytest.fixture(autouse=True)
-def isolated_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_dirs(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """Point platformdirs (through XDG_*) at a private folder and drop APUS_* from the env."""
     home = tmp_path_factory.mktemp("home")
     for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):

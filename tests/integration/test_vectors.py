@@ -26,7 +26,8 @@ NOTES = {
     "MEMORY.md": "---\ntitle: Memory\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n"
     "Deploy the blog with make deploy from the blog folder.\n",
     "projects/garden.md": "# Garden\n\nTomatoes and basil grow on the balcony in summer.\n",
-    "projects/network.md": "# Network\n\nThe router lives in the hallway closet next to the modem.\n",
+    "projects/network.md": "# Network\n\nThe router lives in the hallway closet next to the "
+    "modem.\n",
     "daily/2026-11-20.md": "Baked bread today, the crumb was open and the crust dark.\n",
 }
 

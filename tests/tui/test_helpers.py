@@ -8,10 +8,11 @@ import pytest
 
 from apus.search.engine import LegReport
 from apus.tui.editor import NoEditorError, editor_command
-from apus.tui.format import eta_text, flatten_snippet, home_relative, plural, size_text
+from apus.tui.format import eta_text, flatten_snippet, home_relative, plural
 from apus.tui.notes import WINDOW_LINES, load_note
 from apus.tui.screens.help import key_label
 from apus.tui.state import VectorEvidence, progress_percent, provider_view, split_reason
+from apus.units import human_size
 
 
 def test_flatten_collapses_whitespace_and_markers_and_moves_highlights() -> None:
@@ -34,8 +35,10 @@ def test_flatten_keeps_hyphens_inside_words() -> None:
 def test_small_formatters(monkeypatch: pytest.MonkeyPatch) -> None:
     assert plural(1, "note") == "1 note"
     assert plural(38_404, "note") == "38,404 notes"
-    assert size_text(999) == "999 B"
-    assert size_text(123_456) == "123.5 KB"
+    assert human_size(999) == "999 bytes"
+    assert human_size(123_456) == "120.6 KB"
+    assert human_size(5 * 1024 * 1024) == "5.0 MB"
+    assert human_size(3 * 1024**3) == "3.0 GB"
     assert eta_text(None) == ""
     assert eta_text(42) == "42 s left"
     assert eta_text(150) == "2 min left"

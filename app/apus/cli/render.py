@@ -7,15 +7,7 @@ from rich.text import Text
 
 from apus.index.status import IndexStatus
 from apus.search.engine import SearchResponse
-
-
-def _human_bytes(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GB"
+from apus.units import human_size
 
 
 def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
@@ -60,7 +52,7 @@ def print_status(report: IndexStatus) -> None:
     else:
         console.print(
             f"[bold]Notes[/bold]      {report.files} files, {report.chunks} chunks, "
-            f"{_human_bytes(report.index_bytes)} on disk"
+            f"{human_size(report.index_bytes)} on disk"
         )
         console.print(f"[bold]Last sync[/bold]  {report.last_sync or 'never'}")
         console.print(f"[bold]Keyword[/bold]    {report.keyword}")

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from apus.units import human_size
+
 NOTE_SUFFIXES = (".md", ".markdown")
 DEFAULT_MAX_FILE_BYTES = 5 * 1024 * 1024
 IGNORE_FILE = ".apusignore"
@@ -65,15 +67,6 @@ class ScanCancelled(Exception):
 def is_note_name(name: str) -> bool:
     """True for file names with a note suffix (.md, .markdown, any case)."""
     return name.lower().endswith(NOTE_SUFFIXES)
-
-
-def human_size(size: int) -> str:
-    """A byte count for people: "512 bytes", "3.2 KB", "5.0 MB" (binary multiples)."""
-    if size >= 1024 * 1024:
-        return f"{size / (1024 * 1024):.1f} MB"
-    if size >= 1024:
-        return f"{size / 1024:.1f} KB"
-    return f"{size} bytes"
 
 
 def _too_large(size: int, limit: int) -> str:

@@ -27,6 +27,7 @@ from apus.embed.local.catalog import ModelManifest, load_catalog
 from apus.embed.local.filehash import file_sha256
 from apus.embed.local.gguf_info import GGUF_MAGIC
 from apus.errors import ApusError
+from apus.units import human_size
 
 Progress = Callable[[int, int], None]
 
@@ -347,5 +348,4 @@ def _describe(exc: Exception) -> str:
 
 
 def _size_text(part: Path) -> str:
-    size = part.stat().st_size if part.exists() else 0
-    return f"{size / 1_000_000:.1f} MB"
+    return human_size(part.stat().st_size if part.exists() else 0)

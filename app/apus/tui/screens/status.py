@@ -17,8 +17,9 @@ from textual.worker import Worker, WorkerState
 
 from apus.index.status import IndexStatus
 from apus.tui.errors import notify_worker_error
-from apus.tui.format import home_relative, plural, size_text
+from apus.tui.format import home_relative, plural
 from apus.tui.widgets.status_bar import StatusBar
+from apus.units import human_size
 
 if TYPE_CHECKING:
     from apus.tui.app import ApusApp
@@ -43,7 +44,7 @@ def status_content(status: IndexStatus, *, probing: bool = False) -> Content:
         row(
             "Notes",
             f"{plural(status.files, 'file')}, {plural(status.chunks, 'chunk')}, "
-            f"{size_text(status.index_bytes)} on disk",
+            f"{human_size(status.index_bytes)} on disk",
         )
         row("Last sync", status.last_sync or "never")
         row("Keyword", status.keyword, "$text-success" if status.keyword == "ready" else "")

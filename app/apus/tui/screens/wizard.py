@@ -42,9 +42,10 @@ from apus.setup import (
     save_choices,
 )
 from apus.tui.errors import error_text
-from apus.tui.format import eta_text, home_relative, size_text
+from apus.tui.format import eta_text, home_relative
 from apus.tui.state import BackgroundWork
 from apus.tui.widgets.folder_chooser import FolderChooser
+from apus.units import human_size
 
 if TYPE_CHECKING:
     from apus.embed.local.catalog import ModelManifest
@@ -278,7 +279,7 @@ class SetupScreen(Screen[SetupChoices | None]):
         manifest = self.manifest
         self.query_one("#model-info", Static).update(
             f"{manifest.name}: {manifest.description}\n"
-            f"{size_text(manifest.size)} from {manifest.repo}, checked against its published "
+            f"{human_size(manifest.size)} from {manifest.repo}, checked against its published "
             "sha256 before first use. An interrupted download continues where it stopped."
         )
         self._check_model(manifest)
@@ -325,7 +326,7 @@ class SetupScreen(Screen[SetupChoices | None]):
         bar = self.query_one("#download-bar", ProgressBar)
         bar.update(total=message.total or None, progress=message.done)
         self.query_one("#download-status", Static).update(
-            f"Downloading: {size_text(message.done)} of {size_text(message.total)}"
+            f"Downloading: {human_size(message.done)} of {human_size(message.total)}"
         )
 
     def _download_finished(self, worker: Worker[Path]) -> None:

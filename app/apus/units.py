@@ -1,0 +1,15 @@
+"""Quantities for people: one way to write a byte count everywhere Apus shows one."""
+
+from __future__ import annotations
+
+
+def human_size(num_bytes: int) -> str:
+    """ "512 bytes", "3.2 KB", "5.0 MB", "1.3 GB" (binary multiples, as file managers do)."""
+    value = float(num_bytes)
+    if value < 1024:
+        return f"{num_bytes} bytes"
+    for unit in ("KB", "MB", "GB"):
+        value /= 1024
+        if value < 1024 or unit == "GB":
+            return f"{value:.1f} {unit}"
+    return f"{value:.1f} GB"

@@ -71,7 +71,6 @@ class HybridSettings(_Section):
     enabled: bool = True
     vector_weight: float = 0.7
     text_weight: float = 0.3
-    candidate_multiplier: int = Field(4, ge=1)
     mmr: MmrSettings = MmrSettings()
     temporal_decay: TemporalDecaySettings = TemporalDecaySettings()
 
@@ -96,6 +95,8 @@ class SyncSettings(_Section):
 class SearchSettings(_Section):
     provider: ProviderName = "auto"
     model: str = ""  # catalogue name (local) or model id (remote); "" = the provider's default
+    # When auto/local embeddings cannot run: "keyword" searches by keyword (and says why);
+    # "none" makes search fail with the reason instead, like an explicit remote provider.
     fallback: Literal["none", "keyword"] = "keyword"
     extra_paths: tuple[str, ...] = ()
     query_input_type: str = ""

@@ -120,7 +120,9 @@ class ProviderVectorLeg(VectorLeg):
         self.owns_embedder = owns_embedder
         self.index_dir = settings.index_dir()
         self.vectors = VectorIndex(self.index_dir)
-        self.strict = settings.search.provider in REMOTE_PROVIDERS
+        self.strict = (
+            settings.search.provider in REMOTE_PROVIDERS or settings.search.fallback == "none"
+        )
 
     def identity(self) -> EmbeddingIdentity | None:
         return None if self.resolution.embedder is None else self.resolution.embedder.identity
@@ -213,14 +215,21 @@ def open_searcher(
             if decision is not None and decision.action == "reembed":
                 start_background_sync(settings)
     reason = resolution.reason + (f" (fix: {resolution.fix})" if resolution.fix else "")
-    return Searcher(settings, vector_leg=leg or _OffLeg(reason))
+    strict = resolution.state == "keyword-only" and settings.search.fallback == "none"
+    return Searcher(settings, vector_leg=leg or _OffLeg(reason, strict=strict))
 
 
 class _OffLeg(VectorLeg):
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, strict: bool = False) -> None:
         self.reason = reason
+        self.strict = strict
 
     def status(self) -> tuple[bool, str]:
+        if self.strict:
+            raise ProviderUnavailableError(
+                f"Embeddings are unavailable: {self.reason}",
+                fix='fix the provider, or set memory.search.fallback = "keyword"',
+            )
         return False, self.reason
 
     def search(self, query: str, k: int) -> dict[int, float]:

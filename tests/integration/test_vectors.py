@@ -253,3 +253,29 @@ def test_explicit_remote_provider_unreachable_is_reported(
         assert keyword_only.hits[0].path == "projects/garden.md"
     finally:
         searcher.close()
+
+
+def test_fallback_none_makes_missing_local_embeddings_an_error(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apus.errors import ApusError
+
+    monkeypatch.setenv("APUS_VAULT", str(vault))
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "auto")  # no model downloaded here
+    sync_index(load_settings())
+    searcher = open_searcher(load_settings())
+    try:
+        response = searcher.search("garden", SearchOptions(mode="hybrid"))
+        assert (
+            not response.legs["vector"].ran and "not downloaded" in response.legs["vector"].reason
+        )
+        assert response.hits[0].path == "projects/garden.md"
+    finally:
+        searcher.close()
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__FALLBACK", "none")
+    strict = open_searcher(load_settings())
+    try:
+        with pytest.raises(ApusError, match="unavailable"):
+            strict.search("garden", SearchOptions(mode="hybrid"))
+    finally:
+        strict.close()

@@ -91,3 +91,15 @@ def detect_family(model_name_or_gguf_metadata: str | Mapping[str, Any]) -> str:
     if _E5_TOKEN.search(joined):
         return "e5"
     return "none"
+
+
+class PrefixedTexts:
+    """The Embedder's `query_text`/`document_text`, from its model family's scheme."""
+
+    _scheme: PrefixScheme
+
+    def query_text(self, query: str) -> str:
+        return self._scheme.apply_query(query)
+
+    def document_text(self, text: str, title: str | None) -> str:
+        return self._scheme.apply_document(text, title)

@@ -10,12 +10,12 @@ import numpy as np
 
 from apus.embed.base import EmbeddingIdentity, EmbedKind
 from apus.embed.http import OllamaEmbeddingsClient, OpenAIEmbeddingsClient
-from apus.embed.prefixes import PrefixScheme
+from apus.embed.prefixes import PrefixedTexts, PrefixScheme
 
 _DIMS_PROBE_TEXT = "dimension probe"
 
 
-class RemoteEmbedder:
+class RemoteEmbedder(PrefixedTexts):
     """Prefixes by model family, labels by `input_type` when configured, and learns the
     vector width with one request the first time the identity is asked for."""
 
@@ -47,12 +47,6 @@ class RemoteEmbedder:
             dims = self._dims
         # Remote weights are not ours to hash: the model id stands for them.
         return EmbeddingIdentity(self._provider, self._model, "", self._scheme.label, dims)
-
-    def query_text(self, query: str) -> str:
-        return self._scheme.apply_query(query)
-
-    def document_text(self, text: str, title: str | None) -> str:
-        return self._scheme.apply_document(text, title)
 
     def embed(
         self, texts: Sequence[str], *, kind: EmbedKind, timeout: float | None = None

@@ -17,7 +17,7 @@ from apus.embed.base import (
 )
 from apus.embed.http import OpenAIEmbeddingsClient
 from apus.embed.local.server import ManagedServer, ServerState
-from apus.embed.prefixes import PrefixScheme
+from apus.embed.prefixes import PrefixedTexts, PrefixScheme
 
 # A request to our own server waits for the model, never for a network; on a slow CPU a full
 # batch can take a while, and a stuck server is caught by the process checks instead.
@@ -26,7 +26,7 @@ _REQUEST_TIMEOUT_S = 300.0
 _MAX_TEXTS_PER_REQUEST = 256
 
 
-class LocalEmbedder:
+class LocalEmbedder(PrefixedTexts):
     """Embeds through the managed server, starting it on first use and restarting it after a
     crash; one retry covers a server that died between two requests."""
 
@@ -55,12 +55,6 @@ class LocalEmbedder:
     @property
     def server(self) -> ManagedServer:
         return self._server
-
-    def query_text(self, query: str) -> str:
-        return self._scheme.apply_query(query)
-
-    def document_text(self, text: str, title: str | None) -> str:
-        return self._scheme.apply_document(text, title)
 
     def embed(
         self, texts: Sequence[str], *, kind: EmbedKind, timeout: float | None = None

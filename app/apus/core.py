@@ -123,19 +123,34 @@ class ProviderVectorLeg(VectorLeg):
         self.strict = (
             settings.search.provider in REMOTE_PROVIDERS or settings.search.fallback == "none"
         )
+        # status() runs on every query: keep one connection and re-decide only after a commit.
+        self._lock = threading.Lock()
+        self._store: Store | None = None
+        self._decided: tuple[int, IdentityDecision] | None = None
 
     def identity(self) -> EmbeddingIdentity | None:
         return None if self.resolution.embedder is None else self.resolution.embedder.identity
 
     def decision(self) -> IdentityDecision | None:
         identity = self.identity()
-        if identity is None or not Store.exists(self.index_dir):
+        if identity is None:
             return None
-        store = Store(self.index_dir, readonly=True)
-        try:
-            return decide(stored_identity(store), identity)
-        finally:
-            store.close()
+        with self._lock:
+            if self._store is None:
+                if not Store.exists(self.index_dir):
+                    return None
+                self._store = Store(self.index_dir, readonly=True)
+            version = self._store.data_version()
+            if self._decided is None or self._decided[0] != version:
+                self._decided = (version, decide(stored_identity(self._store), identity))
+            return self._decided[1]
+
+    def _unavailable(self, exc: EmbeddingError) -> ProviderUnavailableError:
+        return ProviderUnavailableError(
+            f"The embedding provider `{self.settings.search.provider}` is unavailable: "
+            f"{exc.reason}",
+            fix='apus memory status --deep  (or set memory.search.provider = "none")',
+        )
 
     def status(self) -> tuple[bool, str]:
         if self.resolution.embedder is None:
@@ -144,11 +159,7 @@ class ProviderVectorLeg(VectorLeg):
             decision = self.decision()
         except EmbeddingError as exc:
             if self.strict:
-                raise ProviderUnavailableError(
-                    f"The embedding provider `{self.settings.search.provider}` is unavailable: "
-                    f"{exc.reason}",
-                    fix='apus memory status --deep  (or set memory.search.provider = "none")',
-                ) from exc
+                raise self._unavailable(exc) from exc
             return False, exc.reason
         if decision is None:
             return False, "the vault has not been indexed yet (run `apus memory index`)"
@@ -166,15 +177,15 @@ class ProviderVectorLeg(VectorLeg):
             vector = embedder.embed([embedder.query_text(query)], kind="query")[0]
         except EmbeddingError as exc:
             if self.strict:
-                raise ProviderUnavailableError(
-                    f"The embedding provider `{self.settings.search.provider}` is unavailable: "
-                    f"{exc.reason}",
-                    fix='apus memory status --deep  (or set memory.search.provider = "none")',
-                ) from exc
+                raise self._unavailable(exc) from exc
             raise
         return self.vectors.search(vector, k, embedder.identity.key())
 
     def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
         if self.owns_embedder and self.resolution.embedder is not None:
             self.resolution.embedder.close()
 
@@ -286,8 +297,8 @@ def _semantic_state(
     embedder = resolution.embedder
     assert embedder is not None
     info: dict[str, Any] = {}
+    leg = ProviderVectorLeg(settings, resolution)
     try:
-        leg = ProviderVectorLeg(settings, resolution)
         identity = embedder.identity
         decision = leg.decision()
         info.update(
@@ -315,6 +326,8 @@ def _semantic_state(
     except EmbeddingError as exc:
         state = "unavailable" if settings.search.provider in REMOTE_PROVIDERS else "keyword-only"
         info.update(state=state, reason=exc.reason)
+    finally:
+        leg.close()
     if deep:
         info["describe"] = embedder.describe()
         budget = (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import threading
@@ -20,25 +19,10 @@ from apus.embed.local.download import (
     quarantine_dir,
     verify_model_file,
 )
-from support.fake_hub import FakeHub
+from support.fake_hub import TEST_REVISION, FakeHub, hub_manifest
 
-REVISION = "0123456789abcdef0123456789abcdef01234567"
+REVISION = TEST_REVISION
 CONTENT = b"GGUF" + bytes(range(256)) * 12_000  # about 3 MB, several network reads
-
-
-def manifest_for(data: bytes, *, name: str = "tiny-test") -> ModelManifest:
-    return ModelManifest(
-        name=name,
-        repo="apus-tests/tiny-GGUF",
-        file="tiny.gguf",
-        revision=REVISION,
-        size=len(data),
-        sha256=hashlib.sha256(data).hexdigest(),
-        dims=32,
-        context=512,
-        family="none",
-        description="test model",
-    )
 
 
 @pytest.fixture
@@ -50,7 +34,7 @@ def hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
 
 
 def test_pull_downloads_verifies_and_reports_progress(hub: FakeHub) -> None:
-    manifest = manifest_for(CONTENT)
+    manifest = hub_manifest(CONTENT)
     seen: list[tuple[int, int]] = []
     path = pull_model(manifest, progress=lambda done, total: seen.append((done, total)))
     assert path == model_path(manifest)
@@ -67,7 +51,7 @@ def test_pull_downloads_verifies_and_reports_progress(hub: FakeHub) -> None:
 def test_a_cut_connection_is_resumed_with_a_range_request(hub: FakeHub) -> None:
     hub.cut_after_bytes = 1_000_000
     hub.cuts_left = 1
-    path = pull_model(manifest_for(CONTENT))
+    path = pull_model(hub_manifest(CONTENT))
     assert path.read_bytes() == CONTENT
     first, second = hub.gets()
     assert first.header("Range") is None
@@ -75,7 +59,7 @@ def test_a_cut_connection_is_resumed_with_a_range_request(hub: FakeHub) -> None:
 
 
 def test_a_cancelled_download_continues_in_the_next_pull(hub: FakeHub) -> None:
-    manifest = manifest_for(CONTENT)
+    manifest = hub_manifest(CONTENT)
     cancel = threading.Event()
 
     def stop_after_some(done: int, total: int) -> None:
@@ -98,7 +82,7 @@ def test_a_cancelled_download_continues_in_the_next_pull(hub: FakeHub) -> None:
 
 def test_corrupted_bytes_are_refused_and_quarantined(hub: FakeHub) -> None:
     hub.corrupt = True
-    manifest = manifest_for(CONTENT)
+    manifest = hub_manifest(CONTENT)
     with pytest.raises(DownloadError) as caught:
         pull_model(manifest)
     message = str(caught.value)
@@ -122,20 +106,20 @@ def test_an_unreachable_hub_fails_at_once_with_an_offline_message(
         closed_port = probe.getsockname()[1]
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port}")
     with pytest.raises(DownloadError) as caught:
-        pull_model(manifest_for(CONTENT))
+        pull_model(hub_manifest(CONTENT))
     assert "Cannot reach the model hub" in caught.value.message
     assert "HF_ENDPOINT" in (caught.value.fix or "")
 
 
 def test_a_missing_file_on_the_hub_says_404(hub: FakeHub) -> None:
-    manifest = manifest_for(CONTENT, name="other")
+    manifest = hub_manifest(CONTENT, name="other")
     missing = ModelManifest(**{**manifest.__dict__, "file": "absent.gguf"})
     with pytest.raises(DownloadError, match="HTTP 404"):
         pull_model(missing)
 
 
 def test_verification_quarantines_a_tampered_file_and_listing_does_not(hub: FakeHub) -> None:
-    manifest = manifest_for(CONTENT)
+    manifest = hub_manifest(CONTENT)
     path = pull_model(manifest)
     assert installed_models() == []  # the test manifest is not in the shipped catalogue
 
@@ -153,7 +137,7 @@ def test_verification_quarantines_a_tampered_file_and_listing_does_not(hub: Fake
 
 
 def test_installed_models_lists_present_models_with_their_verdict() -> None:
-    manifest = manifest_for(CONTENT, name="listed")
+    manifest = hub_manifest(CONTENT, name="listed")
     catalog = {manifest.name: manifest}
     assert installed_models(catalog) == []
     path = model_path(manifest)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 
+from apus.embed.local.catalog import ModelManifest
+
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
 
 
@@ -151,3 +153,23 @@ class FakeHub:
             handler.close_connection = True
             return
         handler.wfile.write(body)
+
+
+TEST_REPO = "apus-tests/tiny-GGUF"
+TEST_REVISION = "0123456789abcdef0123456789abcdef01234567"
+
+
+def hub_manifest(data: bytes, *, name: str = "tiny-test", family: str = "none") -> ModelManifest:
+    """A catalogue entry for `data` served by a FakeHub as TEST_REPO/TEST_REVISION/tiny.gguf."""
+    return ModelManifest(
+        name=name,
+        repo=TEST_REPO,
+        file="tiny.gguf",
+        revision=TEST_REVISION,
+        size=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        dims=32,
+        context=512,
+        family=family,
+        description="a tiny test model",
+    )

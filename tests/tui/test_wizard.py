@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import socket
 import tomllib
 from collections.abc import Iterator
@@ -12,40 +11,24 @@ import pytest
 from textual.notifications import Notify
 from textual.widgets import Button, Static
 
-from apus.embed.local.catalog import ModelManifest
 from apus.embed.local.download import model_path
 from apus.tui.app import ApusApp
 from apus.tui.screens.search import SearchScreen
 from apus.tui.screens.wizard import SetupScreen, WizardOptions
 from apus.tui.widgets.results import ResultList
-from support.fake_hub import FakeHub
+from support.fake_hub import TEST_REPO, TEST_REVISION, FakeHub, hub_manifest
 from support.tiny_gguf import write_tiny_gguf
 
 from .factory import SIZE, Recorder, fixed_hardware, make_app, settle
 
-REVISION = "0123456789abcdef0123456789abcdef01234567"
-REPO = "apus-tests/tiny-GGUF"
+REVISION = TEST_REVISION
+REPO = TEST_REPO
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("tiny-model")
     return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
-
-
-def manifest_for(data: bytes) -> ModelManifest:
-    return ModelManifest(
-        name="tiny-test",
-        repo=REPO,
-        file="tiny.gguf",
-        revision=REVISION,
-        size=len(data),
-        sha256=hashlib.sha256(data).hexdigest(),
-        dims=32,
-        context=512,
-        family="embeddinggemma",
-        description="a tiny test model",
-    )
 
 
 @pytest.fixture
@@ -68,7 +51,7 @@ def unreachable_hub(monkeypatch: pytest.MonkeyPatch) -> None:
 def wizard_app(config_file: Path, tiny_model: Path | None = None) -> ApusApp:
     catalog = None
     if tiny_model is not None:
-        manifest = manifest_for(tiny_model.read_bytes())
+        manifest = hub_manifest(tiny_model.read_bytes(), family="embeddinggemma")
         catalog = {manifest.name: manifest}
     options = WizardOptions(
         config_file=config_file,
@@ -169,7 +152,7 @@ async def test_the_model_downloads_from_the_hub_with_progress(
         progress = recorder.of(SetupScreen.DownloadProgress)
         size = tiny_model.stat().st_size
         assert progress and progress[-1].done == size  # type: ignore[attr-defined]
-        manifest = manifest_for(tiny_model.read_bytes())
+        manifest = hub_manifest(tiny_model.read_bytes(), family="embeddinggemma")
         assert model_path(manifest).read_bytes() == tiny_model.read_bytes()
         await pilot.press("ctrl+n")
         await settle(pilot)

@@ -16,6 +16,8 @@ from apus.errors import IndexCorruptError
 from apus.vault.chunk import Chunk
 
 SCHEMA_VERSION = 1
+# Values bound per `IN (...)` query: well under SQLite's default limit of 999 parameters.
+_IN_BATCH = 500
 
 # Each entry migrates from version N-1 to N; append, never edit, so old stores upgrade in order.
 _MIGRATIONS: tuple[str, ...] = (
@@ -183,6 +185,10 @@ class Store:
             (key, value),
         )
 
+    def data_version(self) -> int:
+        """Changes whenever another connection commits: a cheap "has anything changed?"."""
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
     def generation(self) -> int:
         return int(self.get_meta("generation", "0") or 0)
 
@@ -272,18 +278,20 @@ class Store:
             "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id)
         )
 
-    def chunk_ids_of_files(self, file_ids: Sequence[int]) -> list[int]:
-        ids: list[int] = []
-        for start in range(0, len(file_ids), 500):
-            part = file_ids[start : start + 500]
+    def _rows_in(
+        self, query: str, values: Sequence[object], leading: Sequence[object] = ()
+    ) -> Iterator[tuple]:  # type: ignore[type-arg]
+        """Rows of `query` (with `{marks}` in its IN list, after `leading` parameters) for any
+        number of values, in batches under SQLite's limit on bound parameters."""
+        values = list(values)
+        for start in range(0, len(values), _IN_BATCH):
+            part = values[start : start + _IN_BATCH]
             marks = ",".join("?" * len(part))
-            ids.extend(
-                row[0]
-                for row in self._db.execute(
-                    f"SELECT id FROM chunks WHERE file_id IN ({marks})", part
-                )
-            )
-        return ids
+            yield from self._db.execute(query.format(marks=marks), [*leading, *part])
+
+    def chunk_ids_of_files(self, file_ids: Sequence[int]) -> list[int]:
+        query = "SELECT id FROM chunks WHERE file_id IN ({marks})"
+        return [row[0] for row in self._rows_in(query, file_ids)]
 
     _CHUNK_SELECT = (
         "SELECT c.id, c.file_id, f.path, f.title, c.ordinal, c.start_line, c.end_line, "
@@ -292,36 +300,22 @@ class Store:
     )
 
     def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRecord]:
-        result: dict[int, ChunkRecord] = {}
-        for start in range(0, len(chunk_ids), 500):
-            part = list(chunk_ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            for row in self._db.execute(f"{self._CHUNK_SELECT} WHERE c.id IN ({marks})", part):
-                result[row[0]] = ChunkRecord(*row)
-        return result
+        query = self._CHUNK_SELECT + " WHERE c.id IN ({marks})"
+        return {row[0]: ChunkRecord(*row) for row in self._rows_in(query, chunk_ids)}
 
     def iter_chunks(self, file_ids: Sequence[int] | None = None) -> Iterator[ChunkRecord]:
         if file_ids is None:
-            for row in self._db.execute(f"{self._CHUNK_SELECT} ORDER BY c.id"):
-                yield ChunkRecord(*row)
-            return
-        for start in range(0, len(file_ids), 500):
-            part = list(file_ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            query = f"{self._CHUNK_SELECT} WHERE c.file_id IN ({marks}) ORDER BY c.id"
-            for row in self._db.execute(query, part):
-                yield ChunkRecord(*row)
+            rows = self._db.execute(f"{self._CHUNK_SELECT} ORDER BY c.id")
+        else:
+            query = self._CHUNK_SELECT + " WHERE c.file_id IN ({marks}) ORDER BY c.id"
+            rows = self._rows_in(query, file_ids)
+        for row in rows:
+            yield ChunkRecord(*row)
 
     def first_chunk_of_files(self, file_ids: Sequence[int]) -> dict[int, ChunkRecord]:
-        result: dict[int, ChunkRecord] = {}
-        for start in range(0, len(file_ids), 500):
-            part = list(file_ids[start : start + 500])
-            marks = ",".join("?" * len(part))
-            query = f"{self._CHUNK_SELECT} WHERE c.file_id IN ({marks}) AND c.ordinal = 0"
-            for row in self._db.execute(query, part):
-                record = ChunkRecord(*row)
-                result[record.file_id] = record
-        return result
+        query = self._CHUNK_SELECT + " WHERE c.file_id IN ({marks}) AND c.ordinal = 0"
+        records = (ChunkRecord(*row) for row in self._rows_in(query, file_ids))
+        return {record.file_id: record for record in records}
 
     def counts(self) -> tuple[int, int]:
         files = self._db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
@@ -345,15 +339,11 @@ class Store:
     # -- embeddings ---------------------------------------------------------------------
 
     def cached_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(keys), 500):
-            part = list(keys[start : start + 500])
-            marks = ",".join("?" * len(part))
-            for key, dims, blob in self._db.execute(
-                f"SELECT key, dims, vector FROM embedding_cache WHERE key IN ({marks})", part
-            ):
-                found[key] = np.frombuffer(blob, dtype=np.float32, count=dims)
-        return found
+        query = "SELECT key, dims, vector FROM embedding_cache WHERE key IN ({marks})"
+        return {
+            key: np.frombuffer(blob, dtype=np.float32, count=dims)
+            for key, dims, blob in self._rows_in(query, keys)
+        }
 
     def put_vectors(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
         now = time.time()
@@ -387,14 +377,21 @@ class Store:
         )
         return [row[0] for row in rows]
 
-    def vectors_for_identity(self, identity_key: str) -> Iterator[tuple[int, np.ndarray]]:
+    def vector_chunk_ids(self, identity_key: str) -> set[int]:
         rows = self._db.execute(
-            "SELECT v.chunk_id, e.dims, e.vector FROM chunk_vectors v "
-            "JOIN embedding_cache e ON e.key = v.cache_key WHERE v.identity = ? "
-            "ORDER BY v.chunk_id",
-            (identity_key,),
+            "SELECT chunk_id FROM chunk_vectors WHERE identity = ?", (identity_key,)
         )
-        for chunk_id, dims, blob in rows:
+        return {row[0] for row in rows}
+
+    def vectors_for_chunks(
+        self, identity_key: str, chunk_ids: Sequence[int]
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        query = (
+            "SELECT v.chunk_id, e.dims, e.vector FROM chunk_vectors v "
+            "JOIN embedding_cache e ON e.key = v.cache_key "
+            "WHERE v.identity = ? AND v.chunk_id IN ({marks})"
+        )
+        for chunk_id, dims, blob in self._rows_in(query, chunk_ids, leading=(identity_key,)):
             yield chunk_id, np.frombuffer(blob, dtype=np.float32, count=dims)
 
     def vector_count(self, identity_key: str) -> int:

@@ -63,19 +63,19 @@ class VectorIndex:
         index = self._read() if stamp and stamp.get("identity") == key else None
         if index is None or index.d != identity.dims:
             index = faiss.IndexIDMap2(faiss.IndexFlatIP(identity.dims))
-        wanted = {chunk_id for chunk_id, _ in store.vectors_for_identity(key)}
+        wanted = store.vector_chunk_ids(key)
         present = set(faiss.vector_to_array(index.id_map).tolist()) if index.ntotal else set()
         stale = present - wanted
         if stale:
             index.remove_ids(np.fromiter(stale, dtype=np.int64))
-        missing = wanted - present
+        missing = sorted(wanted - present)
         if missing:
             ids: list[int] = []
             rows: list[np.ndarray] = []
-            for chunk_id, vector in store.vectors_for_identity(key):
-                if chunk_id in missing:
-                    ids.append(chunk_id)
-                    rows.append(vector)
+            # Only the missing vectors are read: on an unchanged vault that is none of them.
+            for chunk_id, vector in store.vectors_for_chunks(key, missing):
+                ids.append(chunk_id)
+                rows.append(vector)
             index.add_with_ids(np.vstack(rows).astype(np.float32), np.asarray(ids, np.int64))
         if stale or missing or stamp is None or stamp.get("identity") != key:
             self._write(index, key)

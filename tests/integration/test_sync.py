@@ -493,3 +493,41 @@ def test_damaged_keyword_index_through_the_cli(tmp_path: Path) -> None:
         assert _keyword_current(settings)
         assert search_paths(settings, kind) == ["alpha.md"]
         assert search_paths(settings, "cormorant") == ["sub/gamma.md"]
+
+
+def test_a_database_without_its_schema_reads_as_not_indexed(tmp_path: Path) -> None:
+    # The first sync creates the file before the schema: a status reader in that moment
+    # sees "not indexed yet", not "no such table".
+    settings = make_settings(_small_vault(tmp_path / "vault"))
+    index_dir = settings.index_dir()
+    index_dir.mkdir(parents=True)
+    sqlite3.connect(index_dir / "apus.sqlite").close()
+    status = collect_status(settings)
+    assert not status.indexed
+    assert search(settings, "albatross") == []
+    sync(settings)
+    assert collect_status(settings).indexed
+    assert search_paths(settings, "albatross") == ["alpha.md"]
+
+
+def test_status_read_while_the_first_index_is_built_never_fails(tmp_path: Path) -> None:
+    settings = make_settings(_numbered_vault(tmp_path / "vault", 300))
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            try:
+                collect_status(settings)
+            except BaseException as exc:  # every failure is the finding
+                errors.append(exc)
+
+    reader = threading.Thread(target=poll)
+    reader.start()
+    try:
+        sync(settings)
+    finally:
+        done.set()
+        reader.join()
+    assert errors == []
+    assert collect_status(settings).files == 300

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from apus.config import Settings
@@ -81,7 +83,7 @@ def collect_status(settings: Settings, embeddings: dict[str, Any] | None = None)
         keyword_text = "behind the store; brought up to date on next search"
     else:
         keyword_text = "ready"
-    size = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
+    size = _folder_bytes(index_dir)
     last_sync = (
         dt.datetime.fromtimestamp(float(last), tz=dt.UTC).astimezone().isoformat(timespec="seconds")
         if last
@@ -98,3 +100,15 @@ def collect_status(settings: Settings, embeddings: dict[str, Any] | None = None)
         keyword=keyword_text,
         **base,
     )
+
+
+def _folder_bytes(folder: Path) -> int:
+    """Bytes under `folder`; files a running writer swaps away mid-walk are skipped."""
+    total = 0
+    for dirpath, _dirs, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.stat(os.path.join(dirpath, name), follow_symlinks=False).st_size
+            except OSError:
+                continue
+    return total

@@ -144,7 +144,21 @@ class Store:
 
     @classmethod
     def exists(cls, index_dir: Path) -> bool:
-        return (index_dir / cls.FILENAME).is_file()
+        """True once a database with a schema is there: one being created does not count yet."""
+        path = index_dir / cls.FILENAME
+        if not path.is_file():
+            return False
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        except sqlite3.Error:
+            return True  # there but unreadable: opening it gives the error with its fix
+        try:
+            db.execute("PRAGMA busy_timeout = 10000")
+            return int(db.execute("PRAGMA user_version").fetchone()[0]) > 0
+        except sqlite3.Error:
+            return True
+        finally:
+            db.close()
 
     def close(self) -> None:
         self._db.close()
@@ -159,9 +173,17 @@ class Store:
                 fix="upgrade Apus, or rebuild with `apus memory index --force`",
             )
         for target in range(version + 1, SCHEMA_VERSION + 1):
-            with self._db:
-                self._db.executescript(_MIGRATIONS[target - 1])
-                self._db.execute(f"PRAGMA user_version = {target}")
+            # One transaction per step, the version bump included: a reader never sees a
+            # half-made schema, and a killed migration leaves the previous version whole.
+            try:
+                self._db.executescript(
+                    f"BEGIN IMMEDIATE;\n{_MIGRATIONS[target - 1]}\n"
+                    f"PRAGMA user_version = {target};\nCOMMIT;"
+                )
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.rollback()
+                raise
 
     @property
     def schema_version(self) -> int:

@@ -14,9 +14,9 @@ from pathlib import Path
 from whoosh import index as whoosh_index
 from whoosh.analysis import Token, Tokenizer
 from whoosh.fields import ID, TEXT, Schema
-from whoosh.query import Or, Term
 from whoosh.scoring import BM25F
 
+from apus.index.bm25 import Clause, LengthCache, top_scores
 from apus.index.store import ChunkRecord, Store
 from apus.vault.text import ANALYZER_VERSION, tokenize
 
@@ -65,6 +65,10 @@ class ApusTokenizer(Tokenizer):
             yield token
 
 
+# Bump when the schema or the field weights change: an index in another format is rebuilt.
+KEYWORD_FORMAT = 1
+
+
 def _schema() -> Schema:
     analyzer = ApusTokenizer()
     # Boosts: a word in the title or file name says more about a note than one in its body.
@@ -97,6 +101,12 @@ def _document(chunk: ChunkRecord) -> dict[str, str]:
     }
 
 
+def query_clauses(terms: Iterable[str]) -> list[Clause]:
+    """Each distinct term in each searched field (field boosts are in the stored weights)."""
+    unique = list(dict.fromkeys(terms))
+    return [Clause(field, term) for field in SEARCH_FIELDS for term in unique]
+
+
 @dataclass(frozen=True)
 class KeywordState:
     usable: bool  # opens and is from the current analyzer
@@ -115,6 +125,7 @@ class KeywordIndex:
         self._ix: whoosh_index.Index | None = None
         self._searcher = None
         self._searcher_generation: int | None = None
+        self._lengths = LengthCache()
 
     # -- state ------------------------------------------------------------------------
 
@@ -124,6 +135,8 @@ class KeywordIndex:
             return KeywordState(False, None, "keyword index missing")
         if stamp.get("analyzer") != ANALYZER_VERSION:
             return KeywordState(False, None, "keyword analyzer changed")
+        if stamp.get("format", 1) != KEYWORD_FORMAT:
+            return KeywordState(False, None, "keyword index format changed")
         try:
             ix = whoosh_index.open_dir(str(self.dir))
             ix.doc_count()
@@ -155,7 +168,10 @@ class KeywordIndex:
     def _write_stamp(directory: Path, generation: int) -> None:
         tmp = directory / (STAMP_FILE + ".tmp")
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump({"generation": generation, "analyzer": ANALYZER_VERSION}, handle)
+            json.dump(
+                {"generation": generation, "analyzer": ANALYZER_VERSION, "format": KEYWORD_FORMAT},
+                handle,
+            )
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, directory / STAMP_FILE)
@@ -242,9 +258,8 @@ class KeywordIndex:
             return []
         with self._lock:
             searcher = self._current_searcher(generation)
-            query = Or([Term(field, term) for field in SEARCH_FIELDS for term in terms])
-            hits = searcher.search(query, limit=limit)
-            return [(int(hit["chunk_id"]), float(hit.score)) for hit in hits]
+            top = top_scores(searcher, query_clauses(terms), limit, self._lengths)
+            return [(int(searcher.stored_fields(doc)["chunk_id"]), score) for doc, score in top]
 
     def _current_searcher(self, generation: int):  # type: ignore[no-untyped-def]
         if self._searcher is not None and self._searcher_generation == generation:

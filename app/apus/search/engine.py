@@ -19,10 +19,10 @@ from apus.search.hybrid import merge_legs
 from apus.search.mmr import mmr_order
 from apus.search.ranking import (
     PathTier,
+    PathTierer,
     RankFactors,
     final_score,
     importance_factor,
-    path_tier,
     rank_key,
     recency_factor,
     select_with_min_score,
@@ -323,6 +323,7 @@ class Searcher:
         today = self._today()
         use_recency = hybrid.temporal_decay.enabled if options.recency is None else options.recency
         query_tokens = frozenset(terms)
+        tier_of = PathTierer(query)
         candidates: list[_Candidate] = []
         for chunk_id in ids:
             chunk = chunks.get(chunk_id)
@@ -335,7 +336,7 @@ class Searcher:
                     note_date, today, hybrid.temporal_decay.half_life_days, use_recency
                 ),
                 importance=importance_factor(chunk.importance),
-                tier=path_tier(query, chunk.path),
+                tier=tier_of(chunk.path),
             )
             base = score.merged if score else 0.0
             candidates.append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import posixpath
 from collections.abc import Callable, Sequence
@@ -70,47 +71,70 @@ class PathTier(enum.IntEnum):
     EXACT = 4
 
 
-def _fold(text: str) -> str:
-    """Case- and accent-insensitive form in which NFC and NFD spellings compare equal."""
-    return fold(text)
-
-
 def _normalise_path(text: str) -> str:
     """Folded, trimmed, forward-slashed path without a leading `./`."""
-    path = _fold(text).strip().replace("\\", "/")
+    path = fold(text).strip().replace("\\", "/")
     while path.startswith("./"):
         path = path[2:]
     return path
 
 
+@dataclass(frozen=True)
+class _PathForms:
+    path: str
+    basename: str
+    stem: str
+    words: frozenset[str]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _path_forms(rel_path: str) -> _PathForms:
+    """A stored path's folded forms; cached because every search re-tiers hundreds of
+    candidates, and a vault's paths change rarely."""
+    path = _normalise_path(rel_path)
+    basename = posixpath.basename(path)
+    stem_path = posixpath.splitext(path)[0]
+    words = frozenset(token.term for token in tokenize(stem_path))
+    return _PathForms(path, basename, posixpath.splitext(basename)[0], words)
+
+
+class PathTierer:
+    """Tiers paths against one query, folded once: exact > basename > stem > partial."""
+
+    def __init__(self, query: str) -> None:
+        self.query = _normalise_path(query)
+        self.words = [token.term for token in tokenize(self.query)]
+        self.has_separator = any(sep in self.query for sep in "/.-_")
+
+    def __call__(self, rel_path: str) -> PathTier:
+        q = self.query
+        if not q or not rel_path:
+            return PathTier.NONE
+        forms = _path_forms(rel_path)
+        if not forms.path:
+            return PathTier.NONE
+        if q == forms.path:
+            return PathTier.EXACT
+        if q == forms.basename:
+            return PathTier.BASENAME
+        if q == forms.stem:
+            return PathTier.STEM
+        if len(q) >= _MIN_PARTIAL_LEN and self._names_part_of(forms):
+            return PathTier.PARTIAL
+        return PathTier.NONE
+
+    def _names_part_of(self, forms: _PathForms) -> bool:
+        """A query names part of a path when it is a run of whole path words ("homelab",
+        "projects/homelab") or, containing a separator, a plain substring ("lab-k3s")."""
+        if self.has_separator and self.query in forms.path:
+            return True
+        # Whole words only: "or" must not tier `home-network.md`, nor "md" every note.
+        return bool(self.words) and all(word in forms.words for word in self.words)
+
+
 def path_tier(query: str, rel_path: str) -> PathTier:
     """Classify how `query` names `rel_path`: exact > basename > stem > partial > none."""
-    q = _normalise_path(query)
-    path = _normalise_path(rel_path)
-    if not q or not path:
-        return PathTier.NONE
-    if q == path:
-        return PathTier.EXACT
-    basename = posixpath.basename(path)
-    if q == basename:
-        return PathTier.BASENAME
-    if q == posixpath.splitext(basename)[0]:
-        return PathTier.STEM
-    if len(q) >= _MIN_PARTIAL_LEN and _names_part_of(q, path):
-        return PathTier.PARTIAL
-    return PathTier.NONE
-
-
-def _names_part_of(query: str, path: str) -> bool:
-    """A query names part of a path when it is a run of whole path words ("homelab",
-    "projects/homelab") or, containing a separator, a plain substring ("lab-k3s")."""
-    if any(sep in query for sep in "/.-_") and query in path:
-        return True
-    stem_path = posixpath.splitext(path)[0]
-    # Whole words only: "or" must not tier `home-network.md`, nor "md" every note.
-    words = {token.term for token in tokenize(stem_path)}
-    query_words = [token.term for token in tokenize(query)]
-    return bool(query_words) and all(word in words for word in query_words)
+    return PathTierer(query)(rel_path)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import numpy as np
 from apus.benchmarks.measure import peak_rss_mb, percentile
 from apus.config import Settings, load_settings
 from apus.index.store import Store
+from apus.index.vectors import nearest
 from apus.search.engine import Searcher, SearchOptions, VectorLeg
 
 
@@ -92,8 +93,7 @@ class _TimedVectorLeg(VectorLeg):
         started = time.perf_counter()
         vector = self.embedder.embed([self.embedder.query_text(query)], kind="query")[0]
         self.last_embed_ms = (time.perf_counter() - started) * 1000
-        scores, ids = self.vectors.search(vector.reshape(1, -1).astype(np.float32), k)
-        return {int(i): float(s) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0}
+        return nearest(self.vectors, vector, k)
 
 
 def _synthetic_faiss(store: Store, dims: int):  # type: ignore[no-untyped-def]

@@ -28,6 +28,19 @@ def cache_key(identity: EmbeddingIdentity, text_sent: str) -> str:
     return f"{identity.key()}:{digest}"
 
 
+# One thread per query search. A single query is one pass over the vectors; with two OpenMP
+# threads on a 2-core machine that is also running the embedding server, the search took
+# 2-3.5x longer than with one (threads spin at a barrier while the other is descheduled).
+_SEARCH_THREADS = 1
+
+
+def nearest(index: faiss.Index, query: np.ndarray, k: int) -> dict[int, float]:
+    """Chunk id -> inner product for the k nearest vectors of one query."""
+    faiss.omp_set_num_threads(_SEARCH_THREADS)
+    scores, ids = index.search(query.reshape(1, -1).astype(np.float32), min(k, index.ntotal))
+    return {int(i): float(s) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0}
+
+
 class VectorIndex:
     """Owns `vectors.faiss` (+ its stamp) of one vault index: inner product on unit vectors."""
 
@@ -100,10 +113,7 @@ class VectorIndex:
             index = self._current(identity_key)
             if index is None or index.ntotal == 0:
                 return {}
-            scores, ids = index.search(
-                query.reshape(1, -1).astype(np.float32), min(k, index.ntotal)
-            )
-        return {int(i): float(s) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0}
+            return nearest(index, query, k)
 
     def count(self, identity_key: str) -> int:
         """Vectors on disk for this identity, from the stamp (reading the index costs MBs)."""

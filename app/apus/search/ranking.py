@@ -87,10 +87,10 @@ class _PathForms:
     words: frozenset[str]
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 13)
 def _path_forms(rel_path: str) -> _PathForms:
-    """A stored path's folded forms; cached because every search re-tiers hundreds of
-    candidates, and a vault's paths change rarely."""
+    """A stored path's folded forms; cached because every search re-tiers up to 400
+    candidates and the same notes come back query after query (8k entries: a few MB)."""
     path = _normalise_path(rel_path)
     basename = posixpath.basename(path)
     stem_path = posixpath.splitext(path)[0]

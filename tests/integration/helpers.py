@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from apus.config import Settings, load_settings
 from apus.index.store import Store
 from apus.index.sync import Indexer, SyncReport
@@ -144,3 +146,19 @@ def vault_digest(root: Path) -> dict[str, str]:
             else:
                 digest[rel] = f"special {stat.S_IFMT(mode):o}"
     return digest
+
+
+def local_model_settings(
+    vault: Path, model: Path, monkeypatch: pytest.MonkeyPatch, **env: str
+) -> Settings:
+    """The managed local server on `model`, configured through the environment so that
+    background `apus` processes a test starts see the same settings; `env` adds or
+    overrides keys (a prefix scheme left over from an earlier call is cleared)."""
+    monkeypatch.delenv("APUS_MEMORY__SEARCH__LOCAL__PREFIXSCHEME", raising=False)
+    monkeypatch.setenv("APUS_VAULT", str(vault))
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODELPATH", str(model))
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__CONTEXTSIZE", "512")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return load_settings()

@@ -16,7 +16,7 @@ from apus.index.bm25 import Clause, LengthCache, top_scores
 from apus.index.keyword import KeywordIndex, query_clauses
 from apus.vault.text import query_terms
 
-from .helpers import make_settings, search_paths, sync, write_note
+from .helpers import generation, make_settings, search_paths, sync, write_note
 
 # A Zipf-like vocabulary: a few words in most notes, most words in a few.
 WORDS = [f"w{i:03d}" for i in range(300)]
@@ -116,3 +116,28 @@ def test_an_index_in_another_format_is_rebuilt_on_the_next_search(tmp_path: Path
     assert keyword.state().reason == "keyword index format changed"
     assert search_paths(settings, "heron") == ["heron.md"]
     assert keyword.state().usable
+
+
+def test_cached_lengths_stay_right_across_incremental_updates(tmp_path: Path) -> None:
+    # One KeywordIndex keeps its per-segment length cache from search to search while
+    # syncs add segments and delete documents; its answers must stay Whoosh's.
+    vault = tmp_path / "vault"
+    rng = random.Random(5)
+    settings = make_settings(vault)
+    keyword = KeywordIndex(settings.index_dir())
+    terms = query_terms("w000 w003 東京")
+    for round_number in range(3):
+        for number in range(round_number * 40, round_number * 40 + 60):  # adds and rewrites
+            write_note(vault, f"note-{number:03d}.md", _note(rng, number))
+        report = sync(settings)
+        store_generation = generation(settings)
+        got = keyword.search(terms, 50, store_generation)
+        with whoosh_index.open_dir(str(keyword.dir)).searcher(weighting=BM25F()) as searcher:
+            expected = [
+                (int(searcher.stored_fields(doc)["chunk_id"]), score)
+                for doc, score in _whoosh(searcher, query_clauses(terms), 50)
+            ]
+        assert report.changed or round_number == 0
+        assert [chunk for chunk, _ in got] == [chunk for chunk, _ in expected]
+        assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
+    keyword.close()

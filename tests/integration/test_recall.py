@@ -21,7 +21,7 @@ from apus.search.recall import recall, trigger_text
 from support.recording_server import RecordingServer
 from support.tiny_gguf import write_tiny_gguf
 
-from .helpers import cli_env, make_settings, run_apus, sync, write_note
+from .helpers import cli_env, local_model_settings, make_settings, run_apus, sync, write_note
 
 # Long enough sections that each becomes its own chunk at 32 tokens a chunk.
 FILLER = "Keep this passage short and plain so it reads well in a terminal window today."
@@ -160,13 +160,7 @@ def tiny_gguf_settings(
     vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Settings]:
     model = write_tiny_gguf(tmp_path / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
-    monkeypatch.setenv("APUS_VAULT", str(vault))
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODELPATH", str(model))
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__CONTEXTSIZE", "512")
-    for key, value in CHUNKING.items():
-        monkeypatch.setenv(key, value)
-    settings = load_settings()
+    settings = local_model_settings(vault, model, monkeypatch, **CHUNKING)
     yield settings
     embedder = resolve_provider(settings.search).embedder
     assert embedder is not None

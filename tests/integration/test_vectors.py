@@ -20,7 +20,7 @@ from apus.search.engine import SearchOptions
 from support.recording_server import RecordingServer
 from support.tiny_gguf import write_tiny_gguf
 
-from .helpers import write_note
+from .helpers import local_model_settings, write_note
 
 NOTES = {
     "MEMORY.md": "---\ntitle: Memory\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n"
@@ -50,23 +50,6 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
-def settings_for(vault: Path, model: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> Settings:
-    """Configure through the environment, so background processes see the same settings."""
-    monkeypatch.setenv("APUS_VAULT", str(vault))
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODELPATH", str(model))
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__CONTEXTSIZE", "512")
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("APUS_MEMORY__SEARCH__LOCAL__PREFIXSCHEME", raising=False)
-    if "APUS_MEMORY__SEARCH__LOCAL__PREFIXSCHEME" in env:
-        monkeypatch.setenv(
-            "APUS_MEMORY__SEARCH__LOCAL__PREFIXSCHEME",
-            env["APUS_MEMORY__SEARCH__LOCAL__PREFIXSCHEME"],
-        )
-    return load_settings()
-
-
 def stop_server(settings: Settings) -> None:
     resolution = resolve_provider(settings.search)
     if resolution.embedder is not None:
@@ -77,7 +60,7 @@ def stop_server(settings: Settings) -> None:
 def test_index_and_hybrid_search_with_the_managed_server(
     vault: Path, tiny_models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = settings_for(vault, tiny_models[0], monkeypatch)
+    settings = local_model_settings(vault, tiny_models[0], monkeypatch)
     report = sync_index(settings)
     assert report.embed_error == ""
     assert report.embedded == report.chunks
@@ -106,7 +89,7 @@ def test_index_and_hybrid_search_with_the_managed_server(
 def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
     vault: Path, tiny_models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    old = settings_for(
+    old = local_model_settings(
         vault, tiny_models[0], monkeypatch, APUS_MEMORY__SEARCH__LOCAL__PREFIXSCHEME="none"
     )
     sync_index(old)
@@ -116,7 +99,8 @@ def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
     store.close()
     assert old_identity is not None and old_identity.prefix_scheme.startswith("none")
 
-    new = settings_for(vault, tiny_models[0], monkeypatch)  # family from the GGUF: prefixes on
+    # The family comes from the GGUF again: prefixes on.
+    new = local_model_settings(vault, tiny_models[0], monkeypatch)
     assert embeddings_state(new)["state"] == "rebuilding"
     searcher = open_searcher(new)  # starts the one background re-embed
     try:
@@ -147,9 +131,9 @@ def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
 def test_model_change_pauses_vectors_and_force_rebuilds(
     vault: Path, tiny_models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = settings_for(vault, tiny_models[0], monkeypatch)
+    first = local_model_settings(vault, tiny_models[0], monkeypatch)
     sync_index(first)
-    second = settings_for(vault, tiny_models[1], monkeypatch)
+    second = local_model_settings(vault, tiny_models[1], monkeypatch)
     state = embeddings_state(second)
     assert state["state"] == "paused"
     assert state["fix"] == "apus memory index --force"
@@ -180,7 +164,7 @@ def test_killed_server_mid_index_keyword_keeps_working_and_index_completes(
             f"notes/n{number:03}.md",
             f"# Note {number}\n\n" + f"word{number} shared text about topic {number % 7}\n" * 20,
         )
-    settings = settings_for(
+    settings = local_model_settings(
         root, tiny_models[0], monkeypatch, APUS_MEMORY__SEARCH__LOCAL__BATCHTOKENS="256"
     )
     resolution = resolve_provider(settings.search)

@@ -46,9 +46,9 @@ class LengthCache:
             self._arrays[key] = cached
         return cached
 
-    def keep_only(self, readers: Sequence[Any]) -> None:
-        """Forget segments that merges have removed."""
-        live = {reader.segment().segment_id() for reader in readers}
+    def keep_only(self, searcher: Any) -> None:
+        """Forget segments the searcher no longer has (merged away); call when it reopens."""
+        live = {leaf.reader().segment().segment_id() for leaf, _ in searcher.leaf_searchers()}
         self._arrays = {k: v for k, v in self._arrays.items() if k[0] in live}
 
 
@@ -57,20 +57,20 @@ def top_scores(
     clauses: Sequence[Clause],
     limit: int,
     lengths: LengthCache,
-    weighting: BM25F | None = None,
 ) -> list[tuple[int, float]]:
     """(docnum, score) of the best `limit` documents matching any clause, best first;
-    ties in document order, as Whoosh breaks them."""
-    weighting = weighting or BM25F()
+    ties in document order, as Whoosh breaks them. B and K1 are the searcher's BM25F's."""
+    weighting = searcher.weighting
+    if not isinstance(weighting, BM25F):
+        raise TypeError(f"the searcher must score with BM25F, not {type(weighting).__name__}")
+    b, k1 = weighting.B, weighting.K1
     scores = np.zeros(searcher.doc_count_all(), dtype=np.float64)
     leaves = searcher.leaf_searchers()
-    lengths.keep_only([leaf.reader() for leaf, _ in leaves])
     for clause in clauses:
         if searcher.doc_frequency(clause.field, clause.term) == 0:
             continue
         idf = searcher.idf(clause.field, clause.term)
         avgfl = searcher.avg_field_length(clause.field) or 1
-        b, k1 = weighting.B, weighting.K1
         for leaf, offset in leaves:
             reader = leaf.reader()
             if (clause.field, clause.term) not in reader:

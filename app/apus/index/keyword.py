@@ -268,6 +268,7 @@ class KeywordIndex:
         self._ix = whoosh_index.open_dir(str(self.dir))
         self._searcher = self._ix.searcher(weighting=BM25F())
         self._searcher_generation = generation
+        self._lengths.keep_only(self._searcher)
         return self._searcher
 
     def _close_searcher(self) -> None:

@@ -99,7 +99,3 @@ def bundled_models_dir() -> Path:
 
 def assets_dir() -> Path:
     return _shipped_dir("assets")
-
-
-def sample_vault_dir() -> Path:
-    return assets_dir() / "sample-vault"

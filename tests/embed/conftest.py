@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from apus.embed.local.filehash import file_sha256
-from apus.embed.local.server import ManagedServer, ServerSpec
+from apus.embed.local.server_manager import ManagedServer, ServerSpec
 from support.tiny_gguf import write_tiny_gguf
 
 # Short enough that orphan and idle tests finish quickly, long enough not to spin.

@@ -20,7 +20,7 @@ from apus.config import LocalSettings, SearchSettings
 from apus.embed.base import EmbeddingUnavailable
 from apus.embed.local.embedder import LocalEmbedder
 from apus.embed.local.procs import pid_alive
-from apus.embed.local.server import ManagedServer, ServerSpec
+from apus.embed.local.server_manager import ManagedServer, ServerSpec
 from apus.embed.providers import create_embedder
 
 SpecFactory = Callable[..., ServerSpec]
@@ -174,7 +174,7 @@ ORPHAN_SCRIPT = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from apus.embed.local.server import ManagedServer, ServerSpec
+    from apus.embed.local.server_manager import ManagedServer, ServerSpec
 
     model, sha = sys.argv[1], sys.argv[2]
     spec = ServerSpec(model_path=Path(model), model_sha256=sha, context=512,

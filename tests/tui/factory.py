@@ -17,9 +17,9 @@ from apus.cli.context import AppContext
 from apus.config import load_settings
 from apus.core import sync_index
 from apus.embed.providers import resolve_provider
+from apus.first_run import Hardware
 from apus.index.status import IndexStatus
 from apus.index.sync import SyncReport
-from apus.setup import Hardware
 from apus.tui.app import ApusApp
 from apus.tui.screens.wizard import WizardOptions
 

@@ -1,4 +1,4 @@
-"""apus.setup without a UI: folder checks, provider choices, GGUF checks, saving config.toml."""
+"""apus.first_run without a UI: folder checks, provider choices, GGUF checks, saving config."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from apus.setup import (
+from apus.first_run import (
     PROVIDER_CHOICES,
     SetupChoices,
     check_folder,

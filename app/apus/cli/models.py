@@ -111,6 +111,6 @@ def pull(name: str | None) -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def serve_embeddings(args: tuple[str, ...]) -> None:
     """Internal: run the managed embedding server (used by packaged binaries)."""
-    from apus.embed.local.serve import main as serve_main
+    from apus.embed.local.server_process import main as serve_main
 
     raise SystemExit(serve_main(list(args)))

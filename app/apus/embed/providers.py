@@ -15,7 +15,7 @@ from apus.embed.local.download import DownloadError, model_path, verify_model_fi
 from apus.embed.local.embedder import LocalEmbedder
 from apus.embed.local.filehash import cached_sha256
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
-from apus.embed.local.server import ManagedServer, ServerSpec
+from apus.embed.local.server_manager import ManagedServer, ServerSpec
 from apus.embed.prefixes import PrefixScheme, detect_family, scheme_for_family
 from apus.embed.remote import RemoteEmbedder
 from apus.errors import ConfigError

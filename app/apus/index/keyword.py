@@ -152,11 +152,6 @@ class KeywordIndex:
         except OSError:
             return None
 
-    def size_bytes(self) -> int:
-        if not self.dir.is_dir():
-            return 0
-        return sum(p.stat().st_size for p in self.dir.iterdir() if p.is_file())
-
     @staticmethod
     def _read_stamp(directory: Path) -> dict[str, int] | None:
         try:

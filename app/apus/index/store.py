@@ -185,10 +185,6 @@ class Store:
                     self._db.rollback()
                 raise
 
-    @property
-    def schema_version(self) -> int:
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
-
     @contextmanager
     def transaction(self) -> Iterator[None]:
         with self._db:

@@ -60,9 +60,6 @@ class VectorIndex:
         except (OSError, ValueError):
             return None
 
-    def size_bytes(self) -> int:
-        return self.path.stat().st_size if self.path.exists() else 0
-
     def _read(self) -> faiss.Index | None:
         try:
             return faiss.read_index(str(self.path))

@@ -12,8 +12,8 @@ from textual.screen import Screen
 
 from apus.cli.context import AppContext
 from apus.config import Settings, update_config_file
+from apus.first_run import SetupChoices, detect_hardware
 from apus.search.engine import SearchOptions
-from apus.setup import SetupChoices, detect_hardware
 from apus.tui.commands import ApusCommands
 from apus.tui.editor import NoEditorError, editor_command
 from apus.tui.errors import error_text

@@ -16,7 +16,7 @@ from apus.embed.base import (
     EmbedKind,
 )
 from apus.embed.http import OpenAIEmbeddingsClient
-from apus.embed.local.server import ManagedServer, ServerState
+from apus.embed.local.server_manager import ManagedServer, ServerState
 from apus.embed.prefixes import PrefixedTexts, PrefixScheme
 
 # A request to our own server waits for the model, never for a network; on a slow CPU a full

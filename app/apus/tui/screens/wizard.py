@@ -28,8 +28,7 @@ from textual.widgets import (
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from apus.config import Settings
-from apus.index.sync import SyncReport
-from apus.setup import (
+from apus.first_run import (
     PROVIDER_CHOICES,
     FolderCheck,
     Hardware,
@@ -41,6 +40,7 @@ from apus.setup import (
     model_ready,
     save_choices,
 )
+from apus.index.sync import SyncReport
 from apus.tui.errors import error_text
 from apus.tui.format import eta_text, home_relative
 from apus.tui.state import BackgroundWork

@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DirectoryTree, Input, Static
 
-from apus.setup import FolderCheck, check_folder
+from apus.first_run import FolderCheck, check_folder
 from apus.tui.format import home_relative
 from apus.tui.widgets.trees import FolderTree
 

@@ -136,13 +136,6 @@ PROVIDER_CHOICES: tuple[ProviderChoice, ...] = (
 )
 
 
-def provider_choice(name: str) -> ProviderChoice:
-    for choice in PROVIDER_CHOICES:
-        if choice.name == name:
-            return choice
-    raise KeyError(name)
-
-
 @dataclass(frozen=True)
 class Hardware:
     """What llama.cpp can use here, in words the user understands."""

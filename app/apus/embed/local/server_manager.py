@@ -3,7 +3,7 @@
 One server runs per (model file, settings) and user. Its pid, port and API key live in a
 0600 state file under the runtime dir, so every Apus process attaches to the same one. Each
 attached process registers its pid in the server's clients folder; the server's watchdog
-(serve.py) exits when none of them is alive, so nothing is orphaned even after `kill -9`.
+(server_process.py) exits when none of them is alive, so nothing is orphaned even after `kill -9`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from apus import paths
 from apus.embed.base import EmbeddingUnavailable, register_secret
 from apus.embed.local import procs
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
-from apus.embed.local.serve import API_KEY_ENV, client_pids
+from apus.embed.local.server_process import API_KEY_ENV, client_pids
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +101,10 @@ class ServerState:
 
 
 def serve_command() -> list[str]:
-    """How to launch serve.py: a module of this interpreter, or the frozen binary itself."""
+    """How to launch the server process: a module of this interpreter, or the frozen binary."""
     if getattr(sys, "frozen", False):
         return [sys.executable, "_serve-embeddings"]
-    return [sys.executable, "-m", "apus.embed.local.serve"]
+    return [sys.executable, "-m", "apus.embed.local.server_process"]
 
 
 class ManagedServer:

@@ -1,6 +1,6 @@
 """Entry point of the managed embedding server process (llama-cpp-python's app under uvicorn).
 
-Run as `python -m apus.embed.local.serve ...`, or as `apus _serve-embeddings ...` from a
+Run as `python -m apus.embed.local.server_process ...`, or as `apus _serve-embeddings ...` from a
 frozen binary. A watchdog thread ends the process when no registered client process is alive
 any more (even one killed with SIGKILL) or when nothing was embedded for `--idle-stop`
 seconds, so the server never outlives the Apus processes that use it.

@@ -20,7 +20,7 @@ from apus.embed.base import (
     EmbeddingIdentity,
     probe,
 )
-from apus.embed.providers import ProviderResolution, resolve_provider
+from apus.embed.providers import ProviderResolution, is_remote, resolve_provider
 from apus.errors import ApusError
 from apus.index.identity import IdentityDecision, decide, record_identity, stored_identity
 from apus.index.lock import WriterLock
@@ -31,7 +31,6 @@ from apus.index.vectors import EmbedProgress, VectorIndex, embed_missing
 from apus.search.engine import Searcher, VectorLeg
 from apus.search.recall import RecallEntry, embed_triggers, recall
 
-REMOTE_PROVIDERS = ("openai-compatible", "ollama", "lmstudio")
 PROBE_BUDGET_REMOTE_S = 60.0  # a remote endpoint that takes longer than this is not usable
 PROBE_BUDGET_LOCAL_S = 300.0  # a cold local server may load a model from a slow disk first
 
@@ -120,9 +119,7 @@ class ProviderVectorLeg(VectorLeg):
         self.owns_embedder = owns_embedder
         self.index_dir = settings.index_dir()
         self.vectors = VectorIndex(self.index_dir)
-        self.strict = (
-            settings.search.provider in REMOTE_PROVIDERS or settings.search.fallback == "none"
-        )
+        self.strict = is_remote(settings.search.provider) or settings.search.fallback == "none"
         # status() runs on every query: keep one connection and re-decide only after a commit.
         self._lock = threading.Lock()
         self._store: Store | None = None
@@ -324,16 +321,14 @@ def _semantic_state(
                 progress=embedding_progress(settings, identity),
             )
     except EmbeddingError as exc:
-        state = "unavailable" if settings.search.provider in REMOTE_PROVIDERS else "keyword-only"
+        state = "unavailable" if is_remote(settings.search.provider) else "keyword-only"
         info.update(state=state, reason=exc.reason)
     finally:
         leg.close()
     if deep:
         info["describe"] = embedder.describe()
         budget = (
-            PROBE_BUDGET_REMOTE_S
-            if settings.search.provider in REMOTE_PROVIDERS
-            else PROBE_BUDGET_LOCAL_S
+            PROBE_BUDGET_REMOTE_S if is_remote(settings.search.provider) else PROBE_BUDGET_LOCAL_S
         )
         budget = float(os.environ.get("APUS_PROBE_TIMEOUT_S", budget))
         result = probe(embedder, budget)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from apus.config import ProviderName, update_config_file
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
+from apus.embed.providers import is_remote
 from apus.vault.scan import NOTE_SUFFIXES
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class ProviderChoice:
 
     @property
     def remote(self) -> bool:
-        return self.name in ("ollama", "lmstudio", "openai-compatible")
+        return is_remote(self.name)
 
 
 PROVIDER_CHOICES: tuple[ProviderChoice, ...] = (

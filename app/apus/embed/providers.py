@@ -27,6 +27,13 @@ OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434"
 # the catalogue models use (notes are chunked to ~400 tokens). local.contextSize overrides it.
 MAX_UNKNOWN_CONTEXT = 2048
 _PULL_FIX = "apus models pull"
+# Providers Apus runs itself (or none at all); every other name is a service someone else runs.
+_SELF_RUN_PROVIDERS = frozenset({"auto", "local", "none"})
+
+
+def is_remote(provider: str) -> bool:
+    """A provider Apus does not run: when it fails, search says so instead of degrading."""
+    return provider not in _SELF_RUN_PROVIDERS
 
 
 @dataclass

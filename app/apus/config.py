@@ -8,6 +8,7 @@ tomlkit so a user's comments survive the setup wizard.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tomllib
@@ -307,3 +308,28 @@ def update_config_file(updates: Mapping[str, Any], *, config_file: Path | None =
     tmp.write_text(tomlkit.dumps(document), encoding="utf-8")
     os.replace(tmp, file)
     return file
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingsSource:
+    """Where one run's settings come from: a config file, a vault picked for this run, and
+    dotted-key overrides from flags. Every face (CLI, app, agent server) loads through one,
+    and a detached child process gets the same one back through its arguments."""
+
+    config_file: Path | None = None
+    vault: Path | None = None
+    overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def file(self) -> Path:
+        """The config.toml this source reads (and the setup wizard writes)."""
+        return (self.config_file or paths.config_file()).expanduser()
+
+    def load(self) -> Settings:
+        overrides = dict(self.overrides)
+        if self.vault is not None:
+            overrides["vault"] = str(self.vault.expanduser().resolve())
+        return load_settings(config_file=self.file, overrides=overrides)
+
+    def with_vault(self, vault: Path) -> SettingsSource:
+        return dataclasses.replace(self, vault=vault)

@@ -29,3 +29,8 @@ class IndexBusyError(ApusError):
 
 class IndexCorruptError(ApusError):
     """The SQLite store cannot be read."""
+
+
+class ProviderUnavailableError(ApusError):
+    """Embeddings cannot answer and the settings say not to fall back to keyword search
+    (an explicitly configured remote provider, or `fallback = "none"`)."""

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from apus.config import Settings, load_settings
+from apus.index.status import EmbeddingsState
 from apus.index.store import Store
-from apus.index.sync import Indexer, SyncReport
-from apus.search.engine import Searcher, SearchHit, SearchOptions
+from apus.index.sync import SyncReport
+from apus.memory import Memory
+from apus.search.engine import SearchHit, SearchOptions, SearchResponse
 
 # The CLI exactly as a shell runs it, in this interpreter (so the venv's packages are used).
 APUS = [
@@ -83,15 +85,24 @@ def make_settings(vault: Path, env: Mapping[str, str] | None = None, **flags: An
 
 
 def sync(settings: Settings, **kwargs: Any) -> SyncReport:
-    return Indexer(settings).sync(**kwargs)
+    """One sync with the settings' own provider, as `apus memory index` runs it."""
+    with Memory(settings=settings) as memory:
+        return memory.sync(**kwargs)
+
+
+def search_response(settings: Settings, query: str, **options: Any) -> SearchResponse:
+    """One search as `apus memory search` runs it (through the session)."""
+    with Memory(settings=settings) as memory:
+        return memory.search(query, SearchOptions(**options))
 
 
 def search(settings: Settings, query: str, limit: int = 10, **options: Any) -> list[SearchHit]:
-    searcher = Searcher(settings)
-    try:
-        return searcher.search(query, SearchOptions(limit=limit, **options)).hits
-    finally:
-        searcher.close()
+    return search_response(settings, query, limit=limit, **options).hits
+
+
+def embeddings(settings: Settings) -> EmbeddingsState:
+    with Memory(settings=settings) as memory:
+        return memory.embeddings()
 
 
 def search_paths(settings: Settings, query: str, limit: int = 10) -> list[str]:

@@ -14,13 +14,12 @@ from click.testing import CliRunner
 
 from apus.cli import main
 from apus.config import Settings, load_settings
-from apus.core import open_searcher, sync_index
 from apus.embed.providers import resolve_provider
 from apus.index.sync import Indexer
 from apus.search.engine import Searcher, SearchHit, SearchOptions, SearchResponse
 from support.tiny_gguf import write_tiny_gguf
 
-from .helpers import make_settings, run_apus, run_json, sync, write_note
+from .helpers import make_settings, run_apus, run_json, search_response, sync, write_note
 
 # A fixed "today" for the Searcher, so the decay factors are exact whatever the date.
 TODAY = dt.date(2025, 6, 15)
@@ -269,11 +268,7 @@ def test_keyword_only_says_why_the_vector_leg_did_not_run(tmp_path: Path) -> Non
     vault = tmp_path / "vault"
     write_note(vault, "notes/heron.md", "# Heron\n\nA grey heron fishing at dawn.\n")
     settings = _indexed(vault)
-    searcher = open_searcher(settings)
-    try:
-        response = searcher.search("grey dawn", SearchOptions(mode="hybrid"))
-    finally:
-        searcher.close()
+    response = search_response(settings, "grey dawn", mode="hybrid")
     assert response.legs["keyword"].ran
     assert not response.legs["vector"].ran
     assert "none" in response.legs["vector"].reason
@@ -366,8 +361,8 @@ def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODELPATH", str(tiny_model))
     monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__CONTEXTSIZE", "512")
     settings = load_settings()
-    report = sync_index(settings)
-    assert report.embed_error == ""
+    report = sync(settings)
+    assert report.embedding.state == "done"
     assert report.embedded == report.chunks
     yield settings
     embedder = resolve_provider(settings.search).embedder
@@ -376,11 +371,7 @@ def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def _hybrid_search(settings: Settings, query: str, **options: object) -> SearchResponse:
-    searcher = open_searcher(settings)
-    try:
-        return searcher.search(query, SearchOptions(**options))  # type: ignore[arg-type]
-    finally:
-        searcher.close()
+    return search_response(settings, query, **options)
 
 
 def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> None:

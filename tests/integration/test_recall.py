@@ -13,11 +13,12 @@ from click.testing import CliRunner
 
 from apus.cli import main
 from apus.config import Settings, load_settings
-from apus.core import recall_entries, sync_index
 from apus.embed.providers import resolve_provider
 from apus.index.store import Store
+from apus.index.triggers import trigger_text
 from apus.index.vectors import cache_key
-from apus.search.recall import recall, trigger_text
+from apus.memory import Memory
+from apus.search.recall import RecallEntry, recall
 from support.recording_server import RecordingServer
 from support.tiny_gguf import write_tiny_gguf
 
@@ -169,8 +170,8 @@ def tiny_gguf_settings(
 
 def test_trigger_vectors_are_cached_at_index_time_and_used(tiny_gguf_settings: Settings) -> None:
     settings = tiny_gguf_settings
-    report = sync_index(settings)
-    assert report.embed_error == ""
+    report = sync(settings)
+    assert report.embedding.state == "done"
     embedder = resolve_provider(settings.search).embedder
     assert embedder is not None
     store = Store(settings.index_dir(), readonly=True)
@@ -209,7 +210,7 @@ def remote(
         for key, value in CHUNKING.items():
             monkeypatch.setenv(key, value)
         settings = load_settings()
-        sync_index(settings)
+        sync(settings)
         sent = server.inputs()
         for trigger in TRUSTED_TRIGGERS:
             assert f"title: none | text: {trigger}" in sent
@@ -240,3 +241,9 @@ def test_recall_entries_sends_one_embedding_input(
     entries = recall_entries(settings, "please deploy the blog")  # what the command runs
     assert entries and entries[0].trigger == "deploy the blog"
     assert server.inputs()[before:] == ["task: search result | query: please deploy the blog"]
+
+
+def recall_entries(settings: Settings, message: str) -> list[RecallEntry]:
+    """What `apus memory recall` runs: the session's recall."""
+    with Memory(settings=settings) as memory:
+        return memory.recall(message)

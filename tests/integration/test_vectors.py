@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from apus.config import Settings, load_settings
-from apus.core import embeddings_state, index_status, open_searcher, sync_index
+from apus.config import Settings, SettingsSource, load_settings
 from apus.embed.providers import resolve_provider
 from apus.index.identity import stored_identity
+from apus.index.progress import SyncProgress
 from apus.index.store import Store
-from apus.index.sync import SyncProgress
+from apus.memory import Memory
 from apus.search.engine import SearchOptions
 from support.recording_server import RecordingServer
 from support.tiny_gguf import write_tiny_gguf
 
-from .helpers import local_model_settings, write_note
+from .helpers import embeddings, local_model_settings, search_response, sync, write_note
 
 NOTES = {
     "MEMORY.md": "---\ntitle: Memory\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n"
@@ -61,29 +61,26 @@ def test_index_and_hybrid_search_with_the_managed_server(
     vault: Path, tiny_models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = local_model_settings(vault, tiny_models[0], monkeypatch)
-    report = sync_index(settings)
-    assert report.embed_error == ""
+    report = sync(settings)
+    assert report.embedding.state == "done" and report.embedding.message() == ""
     assert report.embedded == report.chunks
-    searcher = open_searcher(settings)
-    try:
-        response = searcher.search("router closet", SearchOptions(mode="hybrid"))
-    finally:
-        searcher.close()
+    response = search_response(settings, "router closet", mode="hybrid")
     assert response.legs["vector"].ran, response.legs["vector"].reason
     assert response.legs["keyword"].ran
     assert response.hits[0].path == "projects/network.md"
     assert "vector" in response.hits[0].legs
-    state = embeddings_state(settings)
-    assert state["state"] == "ready"
-    assert state["vectors"] == report.chunks
-    assert state["prefix_scheme"].startswith("embeddinggemma")
+    state = embeddings(settings)
+    assert state.state == "ready"
+    assert state.vectors == report.chunks
+    assert state.identity is not None
+    assert state.identity.prefix_scheme.startswith("embeddinggemma")
     # A second sync embeds nothing: every vector comes from the store.
-    again = sync_index(settings)
+    again = sync(settings)
     assert again.embedded == 0
     # --reembed ignores the cache: every chunk goes to the model again, and search still works.
-    forced = sync_index(settings, reembed=True)
+    forced = sync(settings, reembed=True)
     assert forced.embedded == report.chunks
-    assert embeddings_state(settings)["vectors"] == report.chunks
+    assert embeddings(settings).vectors == report.chunks
 
 
 def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
@@ -92,7 +89,7 @@ def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
     old = local_model_settings(
         vault, tiny_models[0], monkeypatch, APUS_MEMORY__SEARCH__LOCAL__PREFIXSCHEME="none"
     )
-    sync_index(old)
+    sync(old)
     store = Store(old.index_dir(), readonly=True)
     before_cache = store.cache_size()
     old_identity = stored_identity(store)
@@ -101,20 +98,19 @@ def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
 
     # The family comes from the GGUF again: prefixes on.
     new = local_model_settings(vault, tiny_models[0], monkeypatch)
-    assert embeddings_state(new)["state"] == "rebuilding"
-    searcher = open_searcher(new)  # starts the one background re-embed
-    try:
-        during = searcher.search("router closet", SearchOptions(mode="hybrid"))
+    assert embeddings(new).state == "rebuilding"
+    # A session from the environment, as the CLI opens it: the first search starts the one
+    # background re-embed in a detached `apus memory index`.
+    with Memory(SettingsSource(vault=vault)) as memory:
+        during = memory.search("router closet", SearchOptions(mode="hybrid"))
         assert during.legs["keyword"].ran
         assert during.hits and during.hits[0].path == "projects/network.md"
         deadline = time.monotonic() + 120
-        while embeddings_state(new)["state"] != "ready":
+        while memory.embeddings().state != "ready":
             assert time.monotonic() < deadline, "the background re-embed did not finish"
             time.sleep(0.5)
-        after = searcher.search("router closet", SearchOptions(mode="hybrid"))
+        after = memory.search("router closet", SearchOptions(mode="hybrid"))
         assert after.legs["vector"].ran
-    finally:
-        searcher.close()
     store = Store(new.index_dir(), readonly=True)
     try:
         chunks = store.counts()[1]
@@ -124,7 +120,7 @@ def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
     finally:
         store.close()
     # Once rebuilt, opening again starts nothing: the decision is "serve".
-    assert embeddings_state(new)["state"] == "ready"
+    assert embeddings(new).state == "ready"
     stop_server(new)
 
 
@@ -132,26 +128,24 @@ def test_model_change_pauses_vectors_and_force_rebuilds(
     vault: Path, tiny_models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = local_model_settings(vault, tiny_models[0], monkeypatch)
-    sync_index(first)
+    sync(first)
     second = local_model_settings(vault, tiny_models[1], monkeypatch)
-    state = embeddings_state(second)
-    assert state["state"] == "paused"
-    assert state["fix"] == "apus memory index --force"
-    searcher = open_searcher(second)
-    try:
-        response = searcher.search("router", SearchOptions(mode="hybrid"))
-    finally:
-        searcher.close()
+    state = embeddings(second)
+    assert state.state == "paused"
+    assert state.fix == "apus memory index --force"
+    response = search_response(second, "router", mode="hybrid")
     assert not response.legs["vector"].ran
     assert "paused" in response.legs["vector"].reason
+    assert response.legs["vector"].fix == "apus memory index --force"
     assert response.hits[0].path == "projects/network.md"  # keyword still answers
-    report = sync_index(second)  # without --force nothing is re-embedded
-    assert report.embedded == 0 and "paused" in report.embed_error
-    forced = sync_index(second, force=True)
+    report = sync(second)  # without --force nothing is re-embedded
+    assert report.embedded == 0
+    assert report.embedding.state == "paused" and "paused" in report.embedding.reason
+    forced = sync(second, force=True)
     assert forced.embedded == forced.chunks
-    assert embeddings_state(second)["state"] == "ready"
-    status = index_status(second)
-    assert status.embeddings["state"] == "ready"
+    assert embeddings(second).state == "ready"
+    with Memory(settings=second) as memory:
+        assert memory.status().embeddings.state == "ready"
 
 
 def test_killed_server_mid_index_keyword_keeps_working_and_index_completes(
@@ -167,29 +161,25 @@ def test_killed_server_mid_index_keyword_keeps_working_and_index_completes(
     settings = local_model_settings(
         root, tiny_models[0], monkeypatch, APUS_MEMORY__SEARCH__LOCAL__BATCHTOKENS="256"
     )
-    resolution = resolve_provider(settings.search)
     killed = threading.Event()
+    with Memory(settings=settings) as memory:
+        embedder = memory.provider.embedder
+        assert embedder is not None
 
-    def on_progress(event: SyncProgress) -> None:
-        if event.phase == "embed" and event.done > 0 and not killed.is_set():
-            pid = resolution.embedder.describe().get("pid")  # type: ignore[union-attr]
-            os.kill(int(pid), signal.SIGKILL)
-            killed.set()
+        def on_progress(event: SyncProgress) -> None:
+            if event.phase == "embed" and event.done > 0 and not killed.is_set():
+                os.kill(int(embedder.describe()["pid"]), signal.SIGKILL)
+                killed.set()
 
-    sync_index(settings, progress=on_progress, resolution=resolution)
-    assert killed.is_set()
-    searcher = open_searcher(settings)
-    try:
-        hits = searcher.search("word123", SearchOptions(mode="keyword")).hits
+        memory.sync(progress=on_progress)
+        assert killed.is_set()
+        hits = memory.search("word123", SearchOptions(mode="keyword")).hits
         assert hits and hits[0].path == "notes/n123.md"
-    finally:
-        searcher.close()
-    # Whatever the first run managed, a later sync (server restarted) completes every vector.
-    sync_index(settings)
-    state = embeddings_state(settings)
-    assert state["state"] == "ready"
-    assert state["vectors"] == index_status(settings).chunks
-    resolution.embedder.close()  # type: ignore[union-attr]
+        # Whatever the first run managed, a later sync (server restarted) completes it.
+        memory.sync()
+        state = memory.embeddings()
+        assert state.state == "ready"
+        assert state.vectors == memory.status().chunks
     stop_server(settings)
 
 
@@ -202,18 +192,14 @@ def test_exact_prefixed_strings_reach_an_openai_compatible_endpoint(
         monkeypatch.setenv("APUS_MEMORY__SEARCH__MODEL", "embeddinggemma-300m")
         monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__BASEURL", server.url)
         settings = load_settings()
-        sync_index(settings)
+        sync(settings)
         sent = server.inputs()
         assert (
             "title: Garden | text: # Garden\n\nTomatoes and basil grow on the balcony in "
             "summer." in sent
         )
         assert any(s.startswith("title: none | text: Baked bread today") for s in sent)
-        searcher = open_searcher(settings)
-        try:
-            searcher.search("balcony plants", SearchOptions(mode="hybrid"))
-        finally:
-            searcher.close()
+        search_response(settings, "balcony plants", mode="hybrid")
         assert server.inputs()[-1] == "task: search result | query: balcony plants"
 
 
@@ -228,15 +214,13 @@ def test_explicit_remote_provider_unreachable_is_reported(
     monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__BASEURL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__TIMEOUTSECONDS", "2")
     settings = load_settings()
-    sync_index(settings)  # keyword data is still written
-    searcher = open_searcher(settings)
-    try:
+    report = sync(settings)  # keyword data is still written
+    assert report.embedding.state == "unavailable" and report.chunks > 0
+    with Memory(settings=settings) as memory:
         with pytest.raises(ApusError, match="unavailable"):
-            searcher.search("garden", SearchOptions(mode="hybrid"))
-        keyword_only = searcher.search("garden", SearchOptions(mode="keyword"))
+            memory.search("garden", SearchOptions(mode="hybrid"))
+        keyword_only = memory.search("garden", SearchOptions(mode="keyword"))
         assert keyword_only.hits[0].path == "projects/garden.md"
-    finally:
-        searcher.close()
 
 
 def test_fallback_none_makes_missing_local_embeddings_an_error(
@@ -246,20 +230,11 @@ def test_fallback_none_makes_missing_local_embeddings_an_error(
 
     monkeypatch.setenv("APUS_VAULT", str(vault))
     monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "auto")  # no model downloaded here
-    sync_index(load_settings())
-    searcher = open_searcher(load_settings())
-    try:
-        response = searcher.search("garden", SearchOptions(mode="hybrid"))
-        assert (
-            not response.legs["vector"].ran and "not downloaded" in response.legs["vector"].reason
-        )
-        assert response.hits[0].path == "projects/garden.md"
-    finally:
-        searcher.close()
+    sync(load_settings())
+    response = search_response(load_settings(), "garden", mode="hybrid")
+    assert not response.legs["vector"].ran and "not downloaded" in response.legs["vector"].reason
+    assert response.legs["vector"].fix.startswith("apus models pull")
+    assert response.hits[0].path == "projects/garden.md"
     monkeypatch.setenv("APUS_MEMORY__SEARCH__FALLBACK", "none")
-    strict = open_searcher(load_settings())
-    try:
-        with pytest.raises(ApusError, match="unavailable"):
-            strict.search("garden", SearchOptions(mode="hybrid"))
-    finally:
-        strict.close()
+    with pytest.raises(ApusError, match="unavailable"):
+        search_response(load_settings(), "garden", mode="hybrid")

@@ -11,15 +11,13 @@ from textual.message import Message
 from textual.notifications import Notify
 from textual.pilot import Pilot
 from textual.widgets import Input
-from textual.worker import WorkerCancelled, WorkerFailed
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
-from apus.cli.context import AppContext
-from apus.config import load_settings
-from apus.core import sync_index
-from apus.embed.providers import resolve_provider
+from apus.config import SettingsSource
 from apus.first_run import Hardware
 from apus.index.status import IndexStatus
 from apus.index.sync import SyncReport
+from apus.memory import Memory
 from apus.tui.app import ApusApp
 from apus.tui.screens.wizard import WizardOptions
 
@@ -52,13 +50,8 @@ def write_vault(root: Path, notes: dict[str, str] = NOTES) -> Path:
 
 def index_vault(vault: Path, config_file: Path) -> SyncReport:
     """Index the vault with the settings the app will use (env included)."""
-    settings = load_settings(config_file=config_file, overrides={"vault": str(vault)})
-    resolution = resolve_provider(settings.search)
-    try:
-        return sync_index(settings, resolution=resolution)
-    finally:
-        if resolution.embedder is not None:
-            resolution.embedder.close()
+    with Memory(SettingsSource(config_file=config_file, vault=vault)) as memory:
+        return memory.sync()
 
 
 def make_app(
@@ -71,7 +64,10 @@ def make_app(
     wizard: WizardOptions | None = None,
 ) -> ApusApp:
     return app_class(
-        AppContext(vault=vault, config_file=config_file), setup=setup, wizard=wizard, watch=watch
+        SettingsSource(config_file=config_file, vault=vault),
+        setup=setup,
+        wizard=wizard,
+        watch=watch,
     )
 
 
@@ -106,17 +102,33 @@ _ENDLESS_GROUPS = frozenset({"watch", "_loader"})
 
 
 async def settle(pilot: Pilot[object], *, rounds: int = 3) -> None:
-    """Wait until every worker that can finish has finished, then let the UI catch up."""
+    """Wait until every worker that can finish has finished, and the session's background
+    syncs too, then let the UI catch up."""
     app = pilot.app
     for _ in range(rounds):
         await pilot.pause()
-        while busy := [
-            w for w in app.workers if w.group not in _ENDLESS_GROUPS and not w.is_finished
-        ]:
+        while (busy := _busy_workers(app)) or _syncing(app):
             for worker in busy:
                 with contextlib.suppress(WorkerCancelled, WorkerFailed):
                     await worker.wait()
+            if _syncing(app):
+                await pilot.pause(0.02)
             await pilot.pause()
+
+
+def _busy_workers(app: object) -> list[Worker[object]]:
+    return [
+        w
+        for w in app.workers  # type: ignore[attr-defined]
+        if w.group not in _ENDLESS_GROUPS and not w.is_finished
+    ]
+
+
+def _syncing(app: object) -> bool:
+    live = getattr(app, "live", None)
+    memory = live.memory if live is not None else None
+    queue = memory.syncs if memory is not None else None
+    return queue is not None and not queue.idle
 
 
 class Recorder:

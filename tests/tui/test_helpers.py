@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from apus.index.status import EmbeddingsState
 from apus.search.engine import LegReport
 from apus.tui.editor import NoEditorError, editor_command
 from apus.tui.format import eta_text, flatten_snippet, home_relative, plural
 from apus.tui.notes import WINDOW_LINES, load_note
 from apus.tui.screens.help import key_label
-from apus.tui.state import VectorEvidence, progress_percent, provider_view, split_reason
+from apus.tui.state import VectorEvidence, provider_view
 from apus.units import human_size
 
 
@@ -49,39 +50,37 @@ def test_small_formatters(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_provider_view_wording() -> None:
     assert provider_view(None, 0).text == "opening the index…"
-    assert provider_view({"state": "ready"}, 0).text == "semantic ready"
-    rebuilding = provider_view({"state": "rebuilding", "progress": "42%"}, 0)
+    assert provider_view(EmbeddingsState("ready"), 0).text == "semantic ready"
+    rebuilding = provider_view(EmbeddingsState("rebuilding", done=42, total=100), 0)
     assert rebuilding.text == "rebuilding 42%"
-    reason = "the model is not downloaded yet\nFix: apus models pull embeddinggemma-300m"
-    keyword_only = provider_view({"state": "keyword-only", "reason": reason}, 0)
+    assert provider_view(EmbeddingsState("rebuilding"), 0).text == "rebuilding"
+    keyword_only = provider_view(
+        EmbeddingsState(
+            "keyword-only",
+            "the model is not downloaded yet",
+            "apus models pull embeddinggemma-300m",
+        ),
+        0,
+    )
     assert keyword_only.text == "keyword-only: the model is not downloaded yet"
     assert keyword_only.detail == "apus models pull embeddinggemma-300m"
     paused = provider_view(
-        {"state": "paused", "reason": "model changed", "fix": "apus memory index --force"}, 0
+        EmbeddingsState("paused", "model changed", "apus memory index --force"), 0
     )
     assert paused.text == "paused: apus memory index --force"
-    assert provider_view({"state": "off", "reason": "provider is none"}, 0).state == "off"
+    assert provider_view(EmbeddingsState("off", "provider is none"), 0).state == "off"
 
 
 def test_the_newer_of_status_and_search_wins() -> None:
-    failed = LegReport(False, "embedding server crashed")
+    failed = LegReport(False, "embedding server crashed", "apus memory status --deep")
     worked = LegReport(True)
-    ready = {"state": "ready"}
-    assert provider_view(ready, 10, VectorEvidence(failed, 11)).text == (
-        "keyword-only: embedding server crashed"
-    )
+    ready = EmbeddingsState("ready")
+    view = provider_view(ready, 10, VectorEvidence(failed, 11))
+    assert view.text == "keyword-only: embedding server crashed"
+    assert view.detail == "apus memory status --deep"
     assert provider_view(ready, 12, VectorEvidence(failed, 11)).text == "semantic ready"
-    down = {"state": "keyword-only", "reason": "server down"}
+    down = EmbeddingsState("keyword-only", "server down")
     assert provider_view(down, 10, VectorEvidence(worked, 11)).text == "semantic ready"
-
-
-def test_reason_and_progress_parsing() -> None:
-    assert split_reason("a\nFix: b") == ("a", "b")
-    assert split_reason("just a") == ("just a", "")
-    assert progress_percent("7%") == 7
-    assert progress_percent({"done": 1, "total": 4}) == 25
-    assert progress_percent(0.5) == 50
-    assert progress_percent("soon") is None
 
 
 def test_editor_command_per_editor_family() -> None:

@@ -136,12 +136,13 @@ async def test_quitting_stops_the_watcher_and_the_index_update(
     app = make_app(indexed_vault, config_file, watch=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        watchers = [w for w in app.workers if w.group == "watch"]
-        assert watchers and not watchers[0].is_finished
+        memory = app.memory
+        assert memory.watching
+        assert memory.syncs is not None and not memory.syncs.stopped
         await pilot.press("ctrl+q")
         await pilot.pause()
-    assert all(w.is_finished for w in watchers)
-    assert watchers[0].cancelled_event.is_set()
+    assert not memory.watching
+    assert memory.syncs.stopped
     assert not isinstance(app, ApusApp) or app.return_code in (None, 0)
 
 

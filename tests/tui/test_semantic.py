@@ -77,7 +77,7 @@ async def test_a_crashed_embedding_server_shows_keyword_only_then_recovers(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await search(pilot, app, "coffee")
-        embedder = app.embedding_provider().embedder
+        embedder = app.memory.provider.embedder
         assert embedder is not None
         pid = embedder.describe()["pid"]
         assert pid and pid_alive(pid)
@@ -111,7 +111,7 @@ async def test_quitting_leaves_no_embedding_server_behind(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await search(pilot, app, "coffee")
-        embedder = app.embedding_provider().embedder
+        embedder = app.memory.provider.embedder
         assert embedder is not None
         pid = embedder.describe()["pid"]
         assert pid_alive(pid)

@@ -139,9 +139,9 @@ def evaluate(
     mmr: bool | None = None,
     on_query: Callable[[str, int, int], None] | None = None,
 ) -> list[ModeMetrics]:
-    from apus.core import open_searcher
+    from apus.memory import Memory
 
-    searcher = open_searcher(settings)
+    memory = Memory(settings=settings)
     results = []
     try:
         for mode in modes:
@@ -149,7 +149,7 @@ def evaluate(
             ndcg = recall = mrr = 0.0
             total = len(collection.queries)
             for number, (query_id, text) in enumerate(collection.queries.items(), start=1):
-                response = searcher.search(text, options)
+                response = memory.search(text, options)
                 ranked: list[str] = []
                 for hit in response.hits:
                     doc = mapping.get(hit.path)
@@ -164,5 +164,5 @@ def evaluate(
             count = max(total, 1)
             results.append(ModeMetrics(mode, total, ndcg / count, recall / count, mrr / count))
     finally:
-        searcher.close()
+        memory.close()
     return results

@@ -49,10 +49,9 @@ def _copy_subset(corpus: Path, target: Path, limit_files: int) -> int:
 def run_embed_bench(model: Path, corpus: Path, *, limit_files: int = 200) -> EmbedBenchResult:
     import llama_cpp
 
-    from apus.core import sync_index
-    from apus.embed.providers import resolve_provider
     from apus.index.store import Store
     from apus.index.vectors import _title_for_prefix
+    from apus.memory import Memory
 
     with tempfile.TemporaryDirectory(prefix="apus-bench-embed-") as scratch:
         vault = Path(scratch) / "vault"
@@ -66,17 +65,17 @@ def run_embed_bench(model: Path, corpus: Path, *, limit_files: int = 200) -> Emb
                 "memory.search.store.path": str(index_dir),
             }
         )
-        resolution = resolve_provider(settings.search)
-        embedder = resolution.embedder
+        memory = Memory(settings=settings)
+        embedder = memory.provider.embedder
         if embedder is None:
-            raise RuntimeError(f"the model cannot be used: {resolution.reason}")
+            raise RuntimeError(f"the model cannot be used: {memory.provider.reason}")
         # Start the server before the clock runs: a user's server is already warm.
         embedder.embed([embedder.query_text("warm up")], kind="query")
         started = time.perf_counter()
-        report = sync_index(settings, resolution=resolution)
+        report = memory.sync()
         pipeline_seconds = time.perf_counter() - started
-        if report.embed_error:
-            raise RuntimeError(report.embed_error)
+        if not report.embedding.ok:
+            raise RuntimeError(report.embedding.message())
         store = Store(index_dir, readonly=True)
         try:
             texts = [
@@ -87,7 +86,7 @@ def run_embed_bench(model: Path, corpus: Path, *, limit_files: int = 200) -> Emb
             store.close()
         context = int(embedder.describe().get("context", 2048) or 2048)
         batch_tokens = settings.search.local.batch_tokens
-        embedder.close()
+        memory.close()
 
     llm = llama_cpp.Llama(
         model_path=str(model),

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import resource
 import subprocess
-import sys
 from collections.abc import Sequence
 from typing import Any
+
+from apus.relaunch import own_command
 
 
 def peak_rss_mb() -> float:
@@ -25,10 +26,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def run_worker(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run one measurement in a fresh process (so its peak RSS is its own); parse its JSON."""
-    if getattr(sys, "frozen", False):  # a packaged binary has no `-m`: it runs itself
-        command = [sys.executable, "_bench-worker", *args]
-    else:
-        command = [sys.executable, "-m", "apus.benchmarks.worker", *args]
+    command = [*own_command("apus.benchmarks.worker", frozen_entry=("_bench-worker",)), *args]
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"benchmark step failed: {done.stderr.strip()[-2000:]}")

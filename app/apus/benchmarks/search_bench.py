@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,8 @@ from apus.benchmarks.measure import peak_rss_mb, percentile
 from apus.config import Settings, load_settings
 from apus.index.store import Store
 from apus.index.vectors import nearest
-from apus.search.engine import Searcher, SearchOptions, VectorLeg
+from apus.search.engine import Searcher, SearchOptions, SearchResponse
+from apus.search.vector_leg import VectorAvailability
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ def sample_queries(store: Store, count: int, seed: int = 7) -> list[str]:
     return queries
 
 
-class _TimedVectorLeg(VectorLeg):
+class _TimedVectorLeg:
     """Real query embedding + FAISS search; records the embedding time of each query."""
 
     def __init__(self, embedder, vectors) -> None:  # type: ignore[no-untyped-def]
@@ -86,14 +88,17 @@ class _TimedVectorLeg(VectorLeg):
         self.vectors = vectors
         self.last_embed_ms = 0.0
 
-    def status(self) -> tuple[bool, str]:
-        return True, ""
+    def availability(self) -> VectorAvailability:
+        return VectorAvailability(True)
 
     def search(self, query: str, k: int) -> dict[int, float]:
         started = time.perf_counter()
         vector = self.embedder.embed([self.embedder.query_text(query)], kind="query")[0]
         self.last_embed_ms = (time.perf_counter() - started) * 1000
         return nearest(self.vectors, vector, k)
+
+    def close(self) -> None:
+        self.embedder.close()
 
 
 def _synthetic_faiss(store: Store, dims: int):  # type: ignore[no-untyped-def]
@@ -118,14 +123,15 @@ def run_search_bench(
     synthetic_vectors: bool = False,
     copies: int = 1,
 ) -> SearchBenchResult:
-    from apus.core import open_searcher, sync_index
     from apus.embed.providers import resolve_provider
+    from apus.memory import Memory
 
     vault = replicate_corpus(corpus, index_dir.parent / "vault", copies)
     provider = "local" if model_path and not synthetic_vectors else "none"
     settings = bench_settings(vault, index_dir, provider, model_path)
+    memory = Memory(settings=settings)
     started = time.perf_counter()
-    sync_index(settings)
+    memory.sync()
     index_seconds = time.perf_counter() - started
     store = Store(index_dir, readonly=True)
     try:
@@ -140,32 +146,37 @@ def run_search_bench(
             leg = _TimedVectorLeg(embedder, _synthetic_faiss(store, embedder.identity.dims))
     finally:
         store.close()
-    searcher = Searcher(settings, vector_leg=leg) if leg is not None else open_searcher(settings)
+    # Synthetic vectors need a Searcher of our own; otherwise time what the CLI runs.
+    searcher = Searcher(settings, vector_leg=leg) if leg is not None else None
+    search = searcher.search if searcher is not None else memory.search
     figures = []
     try:
         for mode in modes:
-            figures.append(_time_mode(searcher, mode, texts, leg))
+            figures.append(_time_mode(search, mode, texts, leg))
     finally:
-        searcher.close()
-        if leg is not None:
-            leg.embedder.close()
+        if searcher is not None:
+            searcher.close()
+        memory.close()
     return SearchBenchResult(
         files, chunks, index_seconds, figures, peak_rss_mb(), synthetic_vectors
     )
 
 
 def _time_mode(
-    searcher: Searcher, mode: str, texts: list[str], leg: _TimedVectorLeg | None
+    search: Callable[[str, SearchOptions], SearchResponse],
+    mode: str,
+    texts: list[str],
+    leg: _TimedVectorLeg | None,
 ) -> LatencyFigures:
     options = SearchOptions(mode=mode)  # type: ignore[arg-type]
     for text in texts[:10]:  # warm caches and the server
-        searcher.search(text, options)
+        search(text, options)
     timings: list[float] = []
     without: list[float] = []
     legs: dict[str, list[float]] = {}
     for text in texts:
         begin = time.perf_counter()
-        response = searcher.search(text, options)
+        response = search(text, options)
         elapsed = (time.perf_counter() - begin) * 1000
         timings.append(elapsed)
         embed_ms = leg.last_embed_ms if leg is not None and mode != "keyword" else 0.0

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from apus import __version__
-from apus.cli.context import AppContext, run_guarded
+from apus.cli.context import run_guarded
+from apus.config import SettingsSource
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,12 +33,12 @@ def main(ctx: click.Context, vault: Path | None, config_file: Path | None) -> No
     Run `apus` alone to open the app, or use the commands below from a shell or a script
     (most take --json).
     """
-    ctx.obj = AppContext(vault=vault, config_file=config_file)
+    ctx.obj = SettingsSource(config_file=config_file, vault=vault)
     if ctx.invoked_subcommand is None:
         run_guarded(lambda: _open_tui(ctx.obj))
 
 
-def _open_tui(app_ctx: AppContext) -> None:
+def _open_tui(source: SettingsSource) -> None:
     try:
         from apus.tui.app import run_app
     except ImportError:
@@ -49,18 +50,18 @@ def _open_tui(app_ctx: AppContext) -> None:
             "  apus --help                 everything else"
         )
         return
-    run_app(app_ctx)
+    run_app(source)
 
 
 @main.command()
 @click.pass_obj
-def setup(app_ctx: AppContext) -> None:
+def setup(source: SettingsSource) -> None:
     """First-run wizard: notes folder, embedding provider, model download, first index."""
 
     def body() -> None:
         from apus.tui.app import run_setup
 
-        run_setup(app_ctx)
+        run_setup(source)
 
     run_guarded(body)
 

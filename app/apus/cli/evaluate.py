@@ -69,7 +69,7 @@ def evaluate(
             write_vault,
         )
         from apus.cli.progress import SyncProgressBar
-        from apus.core import sync_index
+        from apus.memory import Memory
 
         collection = load_collection(beir_dir, qrels, limit_docs)
         if limit_queries:
@@ -86,10 +86,10 @@ def evaluate(
             f"index {index_dir}",
             err=True,
         )
-        with SyncProgressBar() as bar:
-            report = sync_index(settings, progress=bar.update)
-        if report.embed_error:
-            click.secho(f"Embeddings: {report.embed_error}", fg="yellow", err=True)
+        with Memory(settings=settings) as memory, SyncProgressBar() as bar:
+            report = memory.sync(progress=bar.update)
+        if report.embedding.reason:
+            click.secho(f"Embeddings: {report.embedding.message()}", fg="yellow", err=True)
         chosen = modes or (("keyword", "vector", "hybrid") if model else ("keyword",))
         metrics = evaluate(settings, collection, mapping, chosen, mmr=mmr)
         click.echo(f"{'mode':<8} {'queries':>7} {'nDCG@10':>8} {'Recall@100':>10} {'MRR@10':>7}")

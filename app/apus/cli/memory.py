@@ -7,11 +7,20 @@ import signal
 import threading
 from dataclasses import asdict
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from apus.cli.context import AppContext, run_guarded
+from apus.cli.context import current_source, run_guarded
+
+if TYPE_CHECKING:
+    from apus.config import Settings
+    from apus.index.sync import SyncReport
+    from apus.memory import Memory
+
+# `memory index` exit status when the notes were indexed but embeddings the settings ask for
+# could not be made (failed mid-run, provider unavailable, or paused by a model change).
+EXIT_EMBEDDINGS_INCOMPLETE = 3
 
 
 @click.group()
@@ -19,8 +28,10 @@ def memory() -> None:
     """Index and search the notes folder."""
 
 
-def _ctx() -> AppContext:
-    return click.get_current_context().find_object(AppContext)  # type: ignore[return-value]
+def _open() -> Memory:
+    from apus.memory import Memory
+
+    return Memory(current_source())
 
 
 def _json(data: Any) -> None:
@@ -35,13 +46,13 @@ def index(force: bool, reembed: bool, as_json: bool) -> None:
     """Build or update the index (only changed files are read again).
 
     Ctrl-C stops cleanly; what was done is kept and the next run continues from there.
+    Exit status: 0 done, 1 error, 3 notes indexed but embeddings incomplete (the reason is
+    printed, and is in `embedding` with --json), 130 stopped.
     """
 
     def body() -> None:
         from apus.cli.progress import SyncProgressBar
-        from apus.core import sync_index
 
-        settings = _ctx().settings()
         cancel = threading.Event()
         previous = signal.getsignal(signal.SIGINT)
 
@@ -52,39 +63,55 @@ def index(force: bool, reembed: bool, as_json: bool) -> None:
 
         signal.signal(signal.SIGINT, on_interrupt)
         try:
-            with SyncProgressBar(enabled=not as_json) as bar:
-                report = sync_index(
-                    settings, force=force, reembed=reembed, cancel=cancel, progress=bar.update
+            with _open() as session, SyncProgressBar(enabled=not as_json) as bar:
+                report = session.sync(
+                    force=force, reembed=reembed, cancel=cancel, progress=bar.update
                 )
+                settings = session.settings
         finally:
             signal.signal(signal.SIGINT, previous)
         if as_json:
-            data = asdict(report)
-            data["skipped"] = [{"path": s.rel_path, "reason": s.reason} for s in report.skipped]
-            _json(data)
-            if report.cancelled:  # a script must not mistake a stopped run for a complete one
-                raise SystemExit(130)
-            return
-        if report.cancelled:
-            click.echo("Stopped. Work done so far is saved; run the same command to continue.")
+            _json(report.as_json())
+        else:
+            _print_index_report(settings, report)
+        if report.cancelled:  # a script must not mistake a stopped run for a complete one
             raise SystemExit(130)
-        click.echo(
-            f"Indexed {settings.vault_path()}: {report.files} notes, {report.chunks} chunks "
-            f"({report.added} new, {report.changed} changed, {report.renamed} renamed, "
-            f"{report.removed} removed) in {report.seconds:.1f}s."
-        )
-        if report.embedded:
-            click.echo(f"Embedded {report.embedded} chunks.")
-        if report.embed_error:
-            click.secho(f"Embeddings: {report.embed_error}", fg="yellow")
-        if report.skipped:
-            click.echo(f"Skipped {len(report.skipped)} file(s):")
-            for item in report.skipped[:20]:
-                click.echo(f"  {item.rel_path}: {item.reason}")
-            if len(report.skipped) > 20:
-                click.echo("  … see `apus memory status` for the full list")
+        if _embeddings_incomplete(settings, report):
+            raise SystemExit(EXIT_EMBEDDINGS_INCOMPLETE)
 
     run_guarded(body)
+
+
+def _embeddings_incomplete(settings: Settings, report: SyncReport) -> bool:
+    """Embeddings were asked for and are not all there. `auto` without a usable model is
+    keyword-only by design, so that alone does not count."""
+    outcome = report.embedding
+    if outcome.ok:
+        return False
+    return not (outcome.state == "unavailable" and settings.search.provider == "auto")
+
+
+def _print_index_report(settings: Settings, report: SyncReport) -> None:
+    if report.cancelled:
+        click.echo("Stopped. Work done so far is saved; run the same command to continue.")
+        return
+    click.echo(
+        f"Indexed {settings.vault_path()}: {report.files} notes, {report.chunks} chunks "
+        f"({report.added} new, {report.changed} changed, {report.renamed} renamed, "
+        f"{report.removed} removed) in {report.seconds:.1f}s."
+    )
+    if report.embedded:
+        click.echo(f"Embedded {report.embedded} chunks.")
+    if report.embedding.reason:
+        click.secho(f"Embeddings: {report.embedding.reason}", fg="yellow")
+        if report.embedding.fix:
+            click.echo(f"Fix: {report.embedding.fix}")
+    if report.skipped:
+        click.echo(f"Skipped {len(report.skipped)} file(s):")
+        for item in report.skipped[:20]:
+            click.echo(f"  {item.rel_path}: {item.reason}")
+        if len(report.skipped) > 20:
+            click.echo("  … see `apus memory status` for the full list")
 
 
 @memory.command()
@@ -105,18 +132,13 @@ def search(
     """Search the notes for QUERY (by meaning and by exact words)."""
 
     def body() -> None:
-        from apus.core import open_searcher
         from apus.search.engine import SearchOptions
 
-        settings = _ctx().settings()
-        searcher = open_searcher(settings)
-        try:
-            response = searcher.search(
+        with _open() as session:
+            response = session.search(
                 " ".join(query),
                 SearchOptions(mode=mode, limit=limit),  # type: ignore[arg-type]
             )
-        finally:
-            searcher.close()
         if as_json:
             _json(
                 {
@@ -159,9 +181,8 @@ def status(deep: bool, as_json: bool) -> None:
     """What is indexed, what was skipped and why, and the state of embeddings."""
 
     def body() -> None:
-        from apus.core import index_status
-
-        report = index_status(_ctx().settings(), deep=deep)
+        with _open() as session:
+            report = session.status(deep=deep)
         if as_json:
             _json(report.as_dict())
             return
@@ -183,9 +204,8 @@ def recall(message: tuple[str, ...], as_json: bool) -> None:
     """
 
     def body() -> None:
-        from apus.core import recall_entries
-
-        entries = recall_entries(_ctx().settings(), " ".join(message))
+        with _open() as session:
+            entries = session.recall(" ".join(message))
         if as_json:
             _json({"entries": [asdict(entry) for entry in entries]})
             return

@@ -15,14 +15,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from apus.index.sync import SyncProgress
-
-_LABELS = {
-    "scan": "Scanning notes",
-    "index": "Reading and chunking",
-    "keyword": "Keyword index",
-    "embed": "Embedding",
-}
+from apus.index.progress import SyncProgress
 
 
 class SyncProgressBar:
@@ -58,6 +51,6 @@ class SyncProgressBar:
             return
         task = self._tasks.get(event.phase)
         if task is None:
-            task = self._progress.add_task(_LABELS.get(event.phase, event.phase), total=None)
+            task = self._progress.add_task(event.label, total=None)
             self._tasks[event.phase] = task
         self._progress.update(task, completed=event.done, total=event.total or None)

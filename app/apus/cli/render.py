@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from apus.index.status import IndexStatus
+from apus.index.status import EmbeddingsState, IndexStatus
 from apus.search.engine import SearchResponse
 from apus.units import human_size
 
@@ -57,21 +57,11 @@ def print_status(report: IndexStatus) -> None:
         console.print(f"[bold]Last sync[/bold]  {report.last_sync or 'never'}")
         console.print(f"[bold]Keyword[/bold]    {report.keyword}")
     console.print(f"[bold]Provider[/bold]   {report.provider}")
-    emb = report.embeddings
-    if emb:
-        line = emb.get("state", "?")
-        if emb.get("reason"):
-            line += f": {emb['reason']}"
-        if emb.get("fix"):
-            line += f"  (fix: {emb['fix']})"
-        console.print(f"[bold]Embeddings[/bold] {line}")
-        for key, value in emb.items():
-            if key not in ("state", "reason", "fix"):
-                console.print(f"  {key}: {value}")
+    print_embeddings(console, report.embeddings)
     if report.skipped:
         console.print(f"[bold]Skipped[/bold]    {len(report.skipped)} file(s)")
         for item in report.skipped:
-            console.print(f"  {item['path']}: {item['reason']}")
+            console.print(f"  {item.rel_path}: {item.reason}")
     if report.replaced_utf8:
         console.print(
             f"[bold]Note[/bold]       {len(report.replaced_utf8)} file(s) had invalid UTF-8 "
@@ -79,3 +69,17 @@ def print_status(report: IndexStatus) -> None:
         )
         for path in report.replaced_utf8:
             console.print(f"  {path}")
+
+
+def print_embeddings(console: Console, state: EmbeddingsState) -> None:
+    line = state.state + (f": {state.reason}" if state.reason else "")
+    console.print(Text.assemble(("Embeddings", "bold"), " ", line))
+    if state.fix:
+        console.print(Text(f"  fix: {state.fix}"))
+    details = state.as_dict()
+    for key in ("state", "reason", "fix"):
+        details.pop(key, None)
+    if state.eta_seconds is not None:
+        details["eta"] = f"{state.eta_seconds:.0f}s"
+    for key, value in details.items():
+        console.print(Text(f"  {key}: {value}"))

@@ -1,4 +1,4 @@
-"""What `apus memory status` reports about one vault's index."""
+"""What `apus memory status` reports about one vault's index, as typed values."""
 
 from __future__ import annotations
 
@@ -6,11 +6,73 @@ import datetime as dt
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from apus.config import Settings
+from apus.embed.base import EmbeddingIdentity, ProbeResult
 from apus.index.keyword import KeywordIndex
 from apus.index.store import Store
+from apus.vault.scan import SkippedFile
+
+EmbeddingsStateName = Literal["ready", "rebuilding", "keyword-only", "paused", "unavailable", "off"]
+
+
+@dataclass(frozen=True)
+class EmbeddingsState:
+    """Whether search by meaning works now, why not, and what fixes it.
+
+    `done`/`total` count chunks with vectors while the vectors are being built; the `deep`
+    fields are filled only by `status --deep`, which probes the provider once.
+    """
+
+    state: EmbeddingsStateName
+    reason: str = ""
+    fix: str = ""
+    identity: EmbeddingIdentity | None = None
+    vectors: int | None = None  # vectors in the FAISS file for this identity
+    done: int | None = None
+    total: int | None = None
+    eta_seconds: float | None = None
+    describe: dict[str, Any] | None = None  # the provider's own facts (endpoint, device…)
+    probe: ProbeResult | None = None
+    cache_entries: int | None = None
+
+    @property
+    def percent(self) -> int | None:
+        if self.done is None or not self.total:
+            return None
+        return 100 * self.done // self.total
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.identity is not None:
+            data.update(
+                provider=self.identity.provider,
+                model=self.identity.model,
+                dims=self.identity.dims,
+                prefix_scheme=self.identity.prefix_scheme,
+                identity=self.identity.key(),
+                vectors=self.vectors or 0,
+            )
+        data["state"] = self.state
+        if self.reason:
+            data["reason"] = self.reason
+        if self.fix:
+            data["fix"] = self.fix
+        if self.percent is not None:
+            data["progress"] = f"{self.percent}%"
+        if self.describe is not None:
+            data["describe"] = self.describe
+        if self.probe is not None:
+            data["probe"] = {
+                "ok": self.probe.ok,
+                "seconds": round(self.probe.seconds, 3),
+                "dims": self.probe.dims,
+                "error": self.probe.error,
+            }
+        if self.cache_entries is not None:
+            data["cache_entries"] = self.cache_entries
+        return data
 
 
 @dataclass(frozen=True)
@@ -20,13 +82,13 @@ class IndexStatus:
     indexed: bool
     files: int
     chunks: int
-    skipped: list[dict[str, str]]
-    replaced_utf8: list[str]
+    skipped: tuple[SkippedFile, ...]
+    replaced_utf8: tuple[str, ...]
     index_bytes: int
     last_sync: str | None
     provider: str
     keyword: str  # "ready" or why not
-    embeddings: dict[str, Any] = field(default_factory=dict)
+    embeddings: EmbeddingsState = field(default_factory=lambda: EmbeddingsState("off"))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -35,32 +97,33 @@ class IndexStatus:
             "indexed": self.indexed,
             "files": self.files,
             "chunks": self.chunks,
-            "skipped": self.skipped,
-            "replaced_utf8": self.replaced_utf8,
+            "skipped": [{"path": s.rel_path, "reason": s.reason} for s in self.skipped],
+            "replaced_utf8": list(self.replaced_utf8),
             "index_bytes": self.index_bytes,
             "last_sync": self.last_sync,
             "provider": self.provider,
             "keyword": self.keyword,
-            "embeddings": self.embeddings,
+            "embeddings": self.embeddings.as_dict(),
         }
 
 
-def collect_status(settings: Settings, embeddings: dict[str, Any] | None = None) -> IndexStatus:
+def collect_status(settings: Settings, embeddings: EmbeddingsState | None = None) -> IndexStatus:
+    """The index's own facts; `embeddings` comes from the session, which knows the provider."""
     vault = settings.vault_path()
     index_dir = settings.index_dir()
     base: dict[str, Any] = {
         "vault": str(vault),
         "index_dir": str(index_dir),
         "provider": settings.search.provider,
-        "embeddings": embeddings or {},
+        "embeddings": embeddings or EmbeddingsState("off"),
     }
     if not Store.exists(index_dir):
         return IndexStatus(
             indexed=False,
             files=0,
             chunks=0,
-            skipped=[],
-            replaced_utf8=[],
+            skipped=(),
+            replaced_utf8=(),
             index_bytes=0,
             last_sync=None,
             keyword="not indexed yet (run `apus memory index`)",
@@ -69,8 +132,8 @@ def collect_status(settings: Settings, embeddings: dict[str, Any] | None = None)
     store = Store(index_dir, readonly=True)
     try:
         files, chunks = store.counts()
-        skipped = [{"path": p, "reason": r} for p, r in store.skipped()]
-        replaced = store.files_with_replaced_utf8()
+        skipped = tuple(SkippedFile(p, r) for p, r in store.skipped())
+        replaced = tuple(store.files_with_replaced_utf8())
         last = store.get_meta("last_sync")
         generation = store.generation()
     finally:
@@ -78,9 +141,9 @@ def collect_status(settings: Settings, embeddings: dict[str, Any] | None = None)
     keyword = KeywordIndex(index_dir)
     state = keyword.state()
     if not state.usable:
-        keyword_text = f"rebuilding on next search ({state.reason})"
+        keyword_text = f"needs a rebuild ({state.reason}); the next sync or search rebuilds it"
     elif state.generation != generation:
-        keyword_text = "behind the store; brought up to date on next search"
+        keyword_text = "behind the store; the next sync or search brings it up to date"
     else:
         keyword_text = "ready"
     size = _folder_bytes(index_dir)

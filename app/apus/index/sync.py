@@ -1,17 +1,27 @@
-"""The Indexer: diff the vault against the store, apply the changes, update derived indexes."""
+"""The Indexer: one sync of a vault, scan → plan → chunk and write → keyword → embed.
+
+Keyword data is committed in batches before embedding starts, so search by words is correct
+as soon as the keyword step ends; the embedding step then runs with the session's provider.
+Every batch is a transaction: a killed or cancelled run keeps what it committed and the next
+run continues from there.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from apus.config import Settings
+from apus.embed.providers import ProviderResolution
 from apus.errors import VaultError
+from apus.index.embedding import EmbedOutcome, EmbedRequest, run_embedding
 from apus.index.keyword import KeywordIndex
 from apus.index.lock import WriterLock
+from apus.index.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
 from apus.index.store import ChunkRecord, FileRecord, NewFile, Store
 from apus.vault.chunk import CHUNKING_VERSION, chunk_note
 from apus.vault.dates import date_from_path
@@ -19,6 +29,7 @@ from apus.vault.markdown import parse_note
 from apus.vault.scan import (
     ScanCancelled,
     ScannedFile,
+    ScanResult,
     SkippedFile,
     read_note_text,
     scan_roots,
@@ -28,19 +39,8 @@ from apus.vault.scan import (
 _BATCH_FILES = 500
 # Above this many changed files a fresh keyword build is cheaper than incremental updates.
 _REBUILD_THRESHOLD = 2000
-
-
-@dataclass(frozen=True)
-class SyncProgress:
-    phase: str  # "scan", "index", "keyword", "embed"
-    done: int
-    total: int
-    eta_seconds: float | None = None
-
-
-ProgressCallback = Callable[[SyncProgress], None]
-# A renamed file: its record, where it is now, and the title and date its new name gives.
-_Rename = tuple[FileRecord, ScannedFile, str, str | None]
+# The provider of a sync that only keeps keyword data (tests, benchmarks, `provider = none`).
+KEYWORD_ONLY = ProviderResolution(None, "off", "provider is none")
 
 
 @dataclass
@@ -56,25 +56,39 @@ class SyncReport:
     keyword_rebuilt: bool = False
     cancelled: bool = False
     seconds: float = 0.0
-    embedded: int = 0
-    embed_error: str = ""
+    embedding: EmbedOutcome = field(default_factory=lambda: EmbedOutcome("off"))
+
+    @property
+    def embedded(self) -> int:
+        return self.embedding.embedded
+
+    @property
+    def changed_anything(self) -> bool:
+        """Whether search results may differ after this sync."""
+        return bool(
+            self.added
+            or self.changed
+            or self.removed
+            or self.renamed
+            or self.keyword_rebuilt
+            or self.embedded
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["skipped"] = [{"path": s.rel_path, "reason": s.reason} for s in self.skipped]
+        data["embedded"] = self.embedded
+        data["embed_error"] = self.embedding.message()
+        data["embedding"] = {
+            "state": self.embedding.state,
+            "reason": self.embedding.reason,
+            "fix": self.embedding.fix,
+        }
+        return data
 
 
 class SyncCancelled(Exception):
     """Raised inside the sync when its cancel event is set."""
-
-
-class _Eta:
-    """Remaining time from the rate so far."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-
-    def __call__(self, done: int, total: int) -> float | None:
-        elapsed = time.monotonic() - self.started
-        if done <= 0 or elapsed < 0.5:
-            return None
-        return max(0.0, (total - done) * elapsed / done)
 
 
 def chunking_signature(settings: Settings) -> str:
@@ -82,11 +96,122 @@ def chunking_signature(settings: Settings) -> str:
     return f"v{CHUNKING_VERSION}:{chunking.tokens}:{chunking.overlap}"
 
 
+@dataclass
+class SyncPlan:
+    """What one sync will change, decided from the scan and the store before writing."""
+
+    signature: str
+    known: dict[str, FileRecord]  # the store's files by path
+    to_read: list[ScannedFile]  # new, or changed size/mtime/chunking: read and compare
+    gone: dict[str, FileRecord]  # in the store, not on disk (renamed ones leave this)
+    gone_by_sha: dict[str, list[FileRecord]]  # `gone` by content, to spot renames
+    skipped: list[SkippedFile]
+    rebuild_keyword: bool
+    unchanged: int
+
+    def take_renamed(self, sha256: str) -> FileRecord | None:
+        """A vanished file with this content: the new path is that file renamed."""
+        candidates = self.gone_by_sha.get(sha256)
+        if not candidates:
+            return None
+        origin = candidates.pop()
+        del self.gone[origin.path]
+        return origin
+
+
+def plan_sync(
+    scan: ScanResult, store: Store, keyword: KeywordIndex, signature: str, *, force: bool
+) -> SyncPlan:
+    known = store.files()
+    seen = {scanned.rel_path for scanned in scan.files}
+    to_read: list[ScannedFile] = []
+    unchanged = 0
+    for scanned in scan.files:
+        record = known.get(scanned.rel_path)
+        if (
+            record is not None
+            and not force
+            and record.size == scanned.size
+            and record.mtime_ns == scanned.mtime_ns
+            and record.chunking == signature
+        ):
+            unchanged += 1
+        else:
+            to_read.append(scanned)
+    gone = {path: record for path, record in known.items() if path not in seen}
+    gone_by_sha: dict[str, list[FileRecord]] = {}
+    for record in gone.values():
+        gone_by_sha.setdefault(record.sha256, []).append(record)
+    keyword_state = keyword.state()
+    rebuild_keyword = (
+        force
+        or not keyword_state.usable
+        or keyword_state.generation != store.generation()
+        or len(to_read) > _REBUILD_THRESHOLD
+    )
+    return SyncPlan(
+        signature, known, to_read, gone, gone_by_sha, list(scan.skipped), rebuild_keyword, unchanged
+    )
+
+
+class _BatchWriter:
+    """Writes notes to the store in batches and mirrors each committed batch into Whoosh.
+
+    A Whoosh failure after the store committed only means Whoosh is rebuilt from the store at
+    the end of the sync (`plan.rebuild_keyword`), so nothing is lost.
+    """
+
+    def __init__(self, store: Store, keyword: KeywordIndex, plan: SyncPlan) -> None:
+        self.store = store
+        self.keyword = keyword
+        self.plan = plan
+        self.new: list[NewFile] = []
+        self.renames: list[tuple[FileRecord, ScannedFile, str, str | None]] = []
+        self.removed_ids: list[int] = []
+
+    def pending(self) -> int:
+        return len(self.new) + len(self.renames)
+
+    def flush(self) -> None:
+        if not self.pending():
+            return
+        store = self.store
+        with store.transaction():
+            ids: list[int] = []
+            for record, scanned, title, note_date in self.renames:
+                store.rename_file(
+                    record.id,
+                    scanned.rel_path,
+                    scanned.size,
+                    scanned.mtime_ns,
+                    title=title,
+                    note_date=note_date,
+                )
+                ids.append(record.id)
+            for new in self.new:
+                ids.append(store.add_file(new)[0])
+            generation = store.bump_generation()
+        if not self.plan.rebuild_keyword:
+            known = self.plan.known
+            replaced = [known[new.path].id for new in self.new if new.path in known]
+            self.mirror(
+                replaced + [r[0].id for r in self.renames], list(store.iter_chunks(ids)), generation
+            )
+        self.new, self.renames = [], []
+
+    def mirror(self, remove: list[int], add: Iterable[ChunkRecord], generation: int) -> None:
+        try:
+            self.keyword.apply(remove_file_ids=remove, add_chunks=add, generation=generation)
+        except Exception:  # damage that opening did not show (Whoosh raises many types)
+            self.plan.rebuild_keyword = True
+
+
 class Indexer:
     """Keeps one vault's store and derived indexes in step with the files on disk."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, provider: ProviderResolution = KEYWORD_ONLY) -> None:
         self.settings = settings
+        self.provider = provider
         self.vault = settings.vault_path()
         self.index_dir = settings.index_dir()
 
@@ -94,30 +219,33 @@ class Indexer:
         self,
         *,
         force: bool = False,
+        reembed: bool = False,
         cancel: threading.Event | None = None,
         progress: ProgressCallback | None = None,
-        after_keyword: Callable[[Store, SyncReport], None] | None = None,
     ) -> SyncReport:
-        """Bring the index up to date. Resumable: committed batches survive a kill or cancel.
+        """Bring the index up to date, embeddings included when the provider can embed.
 
-        `after_keyword` runs (still under the writer lock) once keyword data is committed;
-        the vector stage hooks in there.
+        `force` re-reads every file and rebuilds the keyword index (and may replace vectors of
+        another model); `reembed` embeds every chunk again instead of reusing cached vectors.
         """
-        if not self.vault.is_dir():
-            raise VaultError(
-                f"The notes folder {self.vault} does not exist or is not a folder.",
-                fix="apus --vault PATH ...  (or `apus setup` to choose one)",
-            )
+        self._check_vault()
         started = time.monotonic()
         report = SyncReport()
-        emit = progress or (lambda _event: None)
+        emit = progress or ignore_progress
         with WriterLock(self.index_dir, self.vault):
             store = Store(self.index_dir)
             keyword = KeywordIndex(self.index_dir)
             try:
-                self._sync_locked(store, keyword, report, force, cancel, emit)
-                if after_keyword is not None and not report.cancelled:
-                    after_keyword(store, report)
+                self._keyword_steps(store, keyword, report, force, cancel, emit)
+                report.embedding = run_embedding(
+                    store,
+                    self.index_dir,
+                    self.provider,
+                    EmbedRequest(force=force, reembed=reembed),
+                    cancel=cancel,
+                    emit=emit,
+                )
+                report.cancelled = report.embedding.state == "cancelled"
             except SyncCancelled:
                 report.cancelled = True
             finally:
@@ -126,7 +254,34 @@ class Indexer:
         report.seconds = time.monotonic() - started
         return report
 
-    def _sync_locked(
+    def repair_keyword(self, *, damaged: bool = False) -> bool:
+        """Rebuild the keyword index from the store if it cannot serve or lags behind it
+        (`damaged`: a query failed on it, so rebuild even though it opens).
+
+        Returns whether it rebuilt; IndexBusyError when another process holds the writer lock
+        (that writer brings the index up to date itself).
+        """
+        with WriterLock(self.index_dir, self.vault):
+            store = Store(self.index_dir)
+            keyword = KeywordIndex(self.index_dir)
+            try:
+                state = keyword.state()
+                if not damaged and state.usable and state.generation == store.generation():
+                    return False
+                keyword.rebuild(store)
+                return True
+            finally:
+                keyword.close()
+                store.close()
+
+    def _check_vault(self) -> None:
+        if not self.vault.is_dir():
+            raise VaultError(
+                f"The notes folder {self.vault} does not exist or is not a folder.",
+                fix="apus --vault PATH ...  (or `apus setup` to choose one)",
+            )
+
+    def _keyword_steps(
         self,
         store: Store,
         keyword: KeywordIndex,
@@ -135,14 +290,26 @@ class Indexer:
         cancel: threading.Event | None,
         emit: ProgressCallback,
     ) -> None:
-        search = self.settings.search
-        signature = chunking_signature(self.settings)
+        scan = self._scan(cancel, emit)
+        report.files = len(scan.files)
+        plan = plan_sync(scan, store, keyword, chunking_signature(self.settings), force=force)
+        report.unchanged = plan.unchanged
+        writer = _BatchWriter(store, keyword, plan)
+        self._read_changed(plan, writer, report, force, cancel, emit)
+        self._remove_gone(plan, writer, report)
+        if plan.rebuild_keyword:
+            self._rebuild_keyword(store, keyword, cancel, emit)
+            report.keyword_rebuilt = True
+        report.skipped = sorted(plan.skipped, key=lambda s: s.rel_path)
+        report.chunks = store.counts()[1]
+
+    def _scan(self, cancel: threading.Event | None, emit: ProgressCallback) -> ScanResult:
         emit(SyncProgress("scan", 0, 0))
         try:
-            scan = scan_roots(
+            return scan_roots(
                 self.vault,
                 self.settings.extra_roots(),
-                max_file_bytes=search.sync.max_file_bytes,
+                max_file_bytes=self.settings.search.sync.max_file_bytes,
                 cancel=cancel,
                 on_progress=lambda n: emit(SyncProgress("scan", n, 0)),
             )
@@ -150,161 +317,106 @@ class Indexer:
             raise SyncCancelled from exc
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise VaultError(str(exc), fix="apus --vault PATH ...") from exc
-        report.files = len(scan.files)
-        skipped = list(scan.skipped)
 
-        known = store.files()
-        seen = {f.rel_path for f in scan.files}
-        to_read: list[ScannedFile] = []
-        for scanned in scan.files:
-            record = known.get(scanned.rel_path)
-            if (
-                record is not None
-                and not force
-                and record.size == scanned.size
-                and record.mtime_ns == scanned.mtime_ns
-                and record.chunking == signature
-            ):
-                report.unchanged += 1
-            else:
-                to_read.append(scanned)
-        gone = {path: rec for path, rec in known.items() if path not in seen}
-        gone_by_sha: dict[str, list[FileRecord]] = {}
-        for record in gone.values():
-            gone_by_sha.setdefault(record.sha256, []).append(record)
-
-        keyword_state = keyword.state()
-        rebuild_keyword = (
-            force
-            or not keyword_state.usable
-            or keyword_state.generation != store.generation()
-            or len(to_read) > _REBUILD_THRESHOLD
-        )
-        eta = _Eta()
-        total = len(to_read)
-        touched_file_ids: list[int] = []
-        removed_ids: list[int] = []
-
-        def apply_keyword(remove: list[int], add: list[ChunkRecord], generation: int) -> None:
-            nonlocal rebuild_keyword
-            try:
-                keyword.apply(remove_file_ids=remove, add_chunks=add, generation=generation)
-            except Exception:  # damage that opening did not show (Whoosh raises many types)
-                rebuild_keyword = True  # the store is committed: Whoosh is rebuilt from it below
-
-        def flush(batch: list[NewFile], renames: list[_Rename]) -> None:
-            with store.transaction():
-                ids: list[int] = []
-                for record, scanned, title, note_date in renames:
-                    store.rename_file(
-                        record.id,
-                        scanned.rel_path,
-                        scanned.size,
-                        scanned.mtime_ns,
-                        title=title,
-                        note_date=note_date,
-                    )
-                    ids.append(record.id)
-                for new in batch:
-                    file_id, _ = store.add_file(new)
-                    ids.append(file_id)
-                generation = store.bump_generation()
-            if not rebuild_keyword:
-                old_ids = [known[new.path].id for new in batch if new.path in known]
-                apply_keyword(
-                    old_ids + [rename[0].id for rename in renames],
-                    list(store.iter_chunks(ids)),
-                    generation,
-                )
-            touched_file_ids.extend(ids)
-
-        batch: list[NewFile] = []
-        renames: list[_Rename] = []
-        for done, scanned in enumerate(to_read, start=1):
+    def _read_changed(
+        self,
+        plan: SyncPlan,
+        writer: _BatchWriter,
+        report: SyncReport,
+        force: bool,
+        cancel: threading.Event | None,
+        emit: ProgressCallback,
+    ) -> None:
+        """Read each new or touched file; write what changed, batch by batch."""
+        eta = Eta()
+        total = len(plan.to_read)
+        for done, scanned in enumerate(plan.to_read, start=1):
             if cancel is not None and cancel.is_set():
                 raise SyncCancelled
-            note = read_note_text(scanned.abs_path, max_file_bytes=search.sync.max_file_bytes)
-            if note.text is None:
-                skipped.append(SkippedFile(scanned.rel_path, note.skip_reason or "unreadable"))
-                previous = known.get(scanned.rel_path)
-                if previous is not None:
-                    removed_ids.append(previous.id)
-            else:
-                previous = known.get(scanned.rel_path)
-                if (
-                    previous is not None
-                    and previous.sha256 == note.sha256
-                    and not force
-                    and (previous.chunking == signature)
-                ):
-                    with store.transaction():
-                        store.touch_file(previous.id, scanned.size, scanned.mtime_ns)
-                    report.unchanged += 1
-                elif previous is None and gone_by_sha.get(note.sha256):
-                    origin = gone_by_sha[note.sha256].pop()
-                    del gone[origin.path]
-                    # The chunks stay; what the name says (stem title, date) follows it.
-                    title, note_date = self._name_metadata(scanned, note.text)
-                    renames.append((origin, scanned, title, note_date))
-                    report.renamed += 1
-                else:
-                    batch.append(
-                        self._prepare(
-                            scanned, note.text, note.sha256, note.replaced_invalid_utf8, signature
-                        )
-                    )
-                    if previous is None:
-                        report.added += 1
-                    else:
-                        report.changed += 1
-            if len(batch) + len(renames) >= _BATCH_FILES:
-                flush(batch, renames)
-                batch, renames = [], []
+            self._read_one(scanned, plan, writer, report, force)
+            if writer.pending() >= _BATCH_FILES:
+                writer.flush()
             if done % 50 == 0 or done == total:
                 emit(SyncProgress("index", done, total, eta(done, total)))
         if cancel is not None and cancel.is_set():
             raise SyncCancelled
-        if batch or renames:
-            flush(batch, renames)
+        writer.flush()
 
-        removed_ids.extend(record.id for record in gone.values())
-        report.removed = len(gone)
+    def _read_one(
+        self,
+        scanned: ScannedFile,
+        plan: SyncPlan,
+        writer: _BatchWriter,
+        report: SyncReport,
+        force: bool,
+    ) -> None:
+        max_bytes = self.settings.search.sync.max_file_bytes
+        note = read_note_text(scanned.abs_path, max_file_bytes=max_bytes)
+        previous = plan.known.get(scanned.rel_path)
+        if note.text is None:
+            plan.skipped.append(SkippedFile(scanned.rel_path, note.skip_reason or "unreadable"))
+            if previous is not None:
+                writer.removed_ids.append(previous.id)
+            return
+        if (
+            previous is not None
+            and previous.sha256 == note.sha256
+            and not force
+            and previous.chunking == plan.signature
+        ):
+            # Touched, not changed: remember the new size and mtime so the next scan skips it.
+            with writer.store.transaction():
+                writer.store.touch_file(previous.id, scanned.size, scanned.mtime_ns)
+            report.unchanged += 1
+            return
+        origin = plan.take_renamed(note.sha256) if previous is None else None
+        if origin is not None:
+            # The chunks stay; what the name says (stem title, date) follows it.
+            title, note_date = _name_metadata(scanned, note.text)
+            writer.renames.append((origin, scanned, title, note_date))
+            report.renamed += 1
+            return
+        writer.new.append(
+            self._prepare(scanned, note.text, note.sha256, note.replaced_invalid_utf8, plan)
+        )
+        if previous is None:
+            report.added += 1
+        else:
+            report.changed += 1
+
+    def _remove_gone(self, plan: SyncPlan, writer: _BatchWriter, report: SyncReport) -> None:
+        """Drop vanished and now-unreadable files; record the skip list and sync time."""
+        store = writer.store
+        removed_ids = writer.removed_ids + [record.id for record in plan.gone.values()]
+        report.removed = len(plan.gone)
         with store.transaction():
             if removed_ids:
                 store.delete_files(removed_ids)
-            store.replace_skipped((s.rel_path, s.reason) for s in skipped)
+            store.replace_skipped((s.rel_path, s.reason) for s in plan.skipped)
             store.set_meta("vault", str(self.vault))
             store.set_meta("last_sync", str(time.time()))
-            store.set_meta("chunking", signature)
+            store.set_meta("chunking", plan.signature)
             generation = store.bump_generation() if removed_ids else store.generation()
-        if removed_ids and not rebuild_keyword:
-            apply_keyword(removed_ids, [], generation)
-        if rebuild_keyword:
-            emit(SyncProgress("keyword", 0, store.counts()[1]))
-            try:
-                keyword.rebuild(
-                    store,
-                    cancel=cancel,
-                    progress=lambda d, t: emit(SyncProgress("keyword", d, t)),
-                )
-            except InterruptedError as exc:  # the rebuild's own way of saying "cancelled"
-                raise SyncCancelled from exc
-            report.keyword_rebuilt = True
-        report.skipped = sorted(skipped, key=lambda s: s.rel_path)
-        report.chunks = store.counts()[1]
+        if removed_ids and not plan.rebuild_keyword:
+            writer.mirror(removed_ids, [], generation)
 
     @staticmethod
-    def _name_metadata(scanned: ScannedFile, text: str) -> tuple[str, str | None]:
-        title = parse_note(text, fallback_title=Path(scanned.rel_path).stem).title
-        name_date = date_from_path(scanned.rel_path)
-        return title, name_date.isoformat() if name_date else None
+    def _rebuild_keyword(
+        store: Store, keyword: KeywordIndex, cancel: threading.Event | None, emit: ProgressCallback
+    ) -> None:
+        emit(SyncProgress("keyword", 0, store.counts()[1]))
+        try:
+            keyword.rebuild(
+                store, cancel=cancel, progress=lambda d, t: emit(SyncProgress("keyword", d, t))
+            )
+        except InterruptedError as exc:  # the rebuild's own way of saying "cancelled"
+            raise SyncCancelled from exc
 
     def _prepare(
-        self, scanned: ScannedFile, text: str, sha256: str, replaced: bool, signature: str
+        self, scanned: ScannedFile, text: str, sha256: str, replaced: bool, plan: SyncPlan
     ) -> NewFile:
         chunking = self.settings.search.chunking
-        stem = Path(scanned.rel_path).stem
-        note = parse_note(text, fallback_title=stem)
+        note = parse_note(text, fallback_title=Path(scanned.rel_path).stem)
         chunks = chunk_note(note, max_tokens=chunking.tokens, overlap=chunking.overlap)
         name_date = date_from_path(scanned.rel_path)
         return NewFile(
@@ -316,7 +428,13 @@ class Indexer:
             note_date=name_date.isoformat() if name_date else None,
             importance=note.meta.importance,
             triggers=note.meta.triggers,
-            chunking=signature,
+            chunking=plan.signature,
             replaced_utf8=replaced,
             chunks=chunks,
         )
+
+
+def _name_metadata(scanned: ScannedFile, text: str) -> tuple[str, str | None]:
+    title = parse_note(text, fallback_title=Path(scanned.rel_path).stem).title
+    name_date = date_from_path(scanned.rel_path)
+    return title, name_date.isoformat() if name_date else None

@@ -1,21 +1,27 @@
-"""The Searcher: runs the keyword and vector legs, knows the index state, returns ranked hits."""
+"""The Searcher: runs the keyword and vector legs, merges and ranks, returns typed results.
+
+It only reads: a keyword index that is missing, damaged or behind the store is reported
+(`keyword_needs_repair`) for the session to repair through the Indexer, never rebuilt here.
+Whether a failing provider raises or leaves keyword results alone is decided in one place,
+`_vector_leg`, from the `strict` flag the session passes in.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from apus.config import Settings
-from apus.errors import IndexBusyError
-from apus.index.keyword import KeywordIndex, KeywordState
-from apus.index.lock import WriterLock
+from apus.embed.base import EmbeddingError
+from apus.errors import ProviderUnavailableError
+from apus.index.keyword import KeywordIndex
 from apus.index.store import ChunkRecord, Store
-from apus.search.hybrid import merge_legs
+from apus.search.hybrid import MergedScore, merge_legs
 from apus.search.mmr import mmr_order
 from apus.search.ranking import (
     PathTier,
@@ -23,14 +29,18 @@ from apus.search.ranking import (
     RankFactors,
     final_score,
     importance_factor,
+    normalise_path,
     rank_key,
     recency_factor,
     select_with_min_score,
 )
 from apus.search.snippet import make_snippet
+from apus.search.vector_leg import NOT_INDEXED, NOT_INDEXED_FIX, VectorLeg
 from apus.vault.text import fold, query_terms, snippet_tokens
 
 Mode = Literal["hybrid", "keyword", "vector"]
+# The fix shown when the keyword index cannot answer until a sync rebuilds it.
+_REBUILD_FIX = "apus memory index"
 
 
 @dataclass(frozen=True)
@@ -45,7 +55,8 @@ class SearchOptions:
 @dataclass(frozen=True)
 class LegReport:
     ran: bool
-    reason: str = ""  # why it did not run, or a caveat ("stale index being rebuilt")
+    reason: str = ""  # why it did not run, or a caveat ("index update in progress")
+    fix: str = ""  # what makes it run, when something can
     candidates: int = 0
     ms: float = 0.0
 
@@ -86,37 +97,46 @@ class SearchResponse:
     hits: list[SearchHit]
     legs: dict[str, LegReport] = field(default_factory=dict)
     ms: float = 0.0
+    final: bool = True  # False for keyword results that merged results will replace
 
 
-class VectorLeg:
-    """What the engine needs from the vector side (wired up in apus.core)."""
-
-    strict = False  # True: failures are raised to the caller instead of degrading
-
-    def status(self) -> tuple[bool, str]:  # (usable now, reason when not)
-        raise NotImplementedError
-
-    def search(self, query: str, k: int) -> dict[int, float]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release what the leg holds (an embedder it owns)."""
+@dataclass(frozen=True)
+class _KeywordHealth:
+    ready: bool
+    generation: int
+    reason: str = ""
+    fix: str = ""
+    repair: bool = False  # unusable, damaged or behind the store: a sync should rebuild it
 
 
 @dataclass
 class _Candidate:
     chunk: ChunkRecord
-    vector_raw: float | None
-    vector_norm: float
-    text_raw: float | None
-    text_norm: float
-    merged: float
+    score: MergedScore[int] | None
     recency: float
     importance: float
     tier: PathTier
     final: float
     keyword_match: bool
     mmr_position: int | None = None
+
+
+@dataclass(frozen=True)
+class _VectorStart:
+    """The vector leg of one query: running (future), or why not, and a strict failure."""
+
+    future: Future[tuple[dict[int, float] | None, LegReport]] | None
+    report: LegReport
+    failure: ProviderUnavailableError | None = None
+
+
+@dataclass(frozen=True)
+class _Legs:
+    """What the legs of one query returned (None: that leg did not run)."""
+
+    text: dict[int, float] | None
+    vector: dict[int, float] | None
+    reports: dict[str, LegReport]
 
 
 class Searcher:
@@ -127,17 +147,19 @@ class Searcher:
         settings: Settings,
         *,
         vector_leg: VectorLeg | None = None,
+        strict: bool = False,
         today: Callable[[], dt.date] = dt.date.today,
     ) -> None:
         self.settings = settings
-        self.vault = settings.vault_path()
         self.index_dir = settings.index_dir()
         self.vector_leg = vector_leg
+        self.strict = strict
         self._today = today
         self._keyword = KeywordIndex(self.index_dir)
         self._store: Store | None = None
         self._store_lock = threading.Lock()
-        self._keyword_verified: tuple[int, int | None] | None = None
+        self._health: tuple[tuple[int, int | None], _KeywordHealth] | None = None
+        self._damaged_stamp: int | None = None
         self._names: tuple[int, dict[str, list[int]]] | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
 
@@ -151,178 +173,191 @@ class Searcher:
                 self._store.close()
                 self._store = None
 
-    # -- store access -------------------------------------------------------------------
-
-    def _open_store(self) -> Store | None:
-        if self._store is None and Store.exists(self.index_dir):
-            self._store = Store(self.index_dir, readonly=True)
-        return self._store
-
-    def _with_store(self, action: Callable[[Store], object], default: object) -> object:
-        with self._store_lock:
-            store = self._open_store()
-            return default if store is None else action(store)
-
-    def _files_named(self, store: Store, query: str) -> list[int]:
-        """Ids of files whose path, file name or stem is the query (folded), via a lookup
-        table rebuilt only when the store changes."""
-        generation = store.generation()
-        if self._names is None or self._names[0] != generation:
-            table: dict[str, list[int]] = {}
-            for path, record in store.files().items():
-                folded = fold(path)
-                base = folded.rsplit("/", 1)[-1]
-                for key in {folded, base, base.rsplit(".", 1)[0]}:
-                    table.setdefault(key, []).append(record.id)
-            self._names = (generation, table)
-        key = fold(query).strip().replace("\\", "/")
-        while key.startswith("./"):
-            key = key[2:]
-        return self._names[1].get(key, [])
-
-    # -- the keyword leg ----------------------------------------------------------------
-
-    def _keyword_ready(self, *, damaged: bool = False) -> tuple[bool, str, int]:
-        """Make sure the keyword index reflects the store; rebuild it if it cannot.
-
-        `damaged`: a search just failed on it, so rebuild even though it opens.
-        """
-        generation = self._with_store(lambda s: s.generation(), None)
-        if generation is None:
-            return False, "the vault has not been indexed yet (run `apus memory index`)", 0
-        signature = (generation, self._keyword.stamp_signature())
-        if not damaged and signature == self._keyword_verified:
-            # Opening the index to check it costs more than a search: once per change is enough.
-            return True, "", int(generation)  # type: ignore[arg-type]
-        state = self._keyword.state()
-        if damaged:
-            state = KeywordState(False, None, "keyword index damaged")
-        if state.usable and state.generation == generation:
-            self._keyword_verified = signature
-            return True, "", int(generation)  # type: ignore[arg-type]
-        try:
-            with WriterLock(self.index_dir, self.vault):
-                writer_store = Store(self.index_dir)
-                try:
-                    self._keyword.rebuild(writer_store)
-                    generation = writer_store.generation()
-                finally:
-                    writer_store.close()
-            return True, "", int(generation)  # type: ignore[arg-type]
-        except IndexBusyError:
-            if state.usable:
-                # The writer holding the lock brings it up to date; serve the last commit.
-                return True, "index update in progress", int(state.generation or 0)
-            return False, "keyword index is being rebuilt", 0
-
-    def _keyword_leg(self, terms: list[str], k: int) -> tuple[dict[int, float], LegReport]:
-        started = time.perf_counter()
-        ready, reason, generation = self._keyword_ready()
-        if not ready:
-            return {}, LegReport(False, reason)
-        try:
-            hits = dict(self._keyword.search(terms, k, generation))
-        except Exception:  # damage that opening the index did not show (Whoosh raises many types)
-            ready, reason, generation = self._keyword_ready(damaged=True)
-            if not ready:
-                return {}, LegReport(False, reason)
-            hits = dict(self._keyword.search(terms, k, generation))
-        ms = (time.perf_counter() - started) * 1000
-        return hits, LegReport(True, reason, len(hits), ms)
-
-    def _vector_leg(self, query: str, k: int) -> tuple[dict[int, float] | None, LegReport]:
-        if self.vector_leg is None:
-            return None, LegReport(False, "embeddings are off (provider = none)")
-        started = time.perf_counter()
-        try:
-            usable, reason = self.vector_leg.status()
-            if not usable:
-                return None, LegReport(False, reason)
-            hits = self.vector_leg.search(query, k)
-        except Exception as exc:
-            # A leg that may degrade does so (keyword search still answers); an explicitly
-            # configured remote provider must not degrade silently.
-            if self.vector_leg.strict:
-                raise
-            return None, LegReport(False, str(exc))
-        return hits, LegReport(True, "", len(hits), (time.perf_counter() - started) * 1000)
-
     # -- searching ----------------------------------------------------------------------
 
     def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
+        """The complete answer (both legs, run in parallel, when the mode asks for both)."""
+        *_, last = self.search_stages(query, options, progressive=False)
+        return last
+
+    def search_stages(
+        self, query: str, options: SearchOptions | None = None, *, progressive: bool = True
+    ) -> Iterator[SearchResponse]:
+        """Keyword results first, then merged results when the vector leg can add to them.
+
+        The vector leg starts at once on the pool; the keyword leg runs once and its hits are
+        reused by the merged answer, so a query costs one keyword leg, whatever is yielded.
+        """
         options = options or SearchOptions()
         started = time.perf_counter()
-        settings = self.settings.search.query
-        limit = options.limit or settings.max_results
         query = query.strip()
-        terms = query_terms(query)
         if not query:
-            return SearchResponse(query, options.mode, [])
-        k = settings.candidates
-        legs: dict[str, LegReport] = {}
-        text_hits: dict[int, float] | None = None
-        vector_hits: dict[int, float] | None = None
-        vector_future: Future[tuple[dict[int, float] | None, LegReport]] | None = None
-        if options.mode in ("hybrid", "vector") and settings.hybrid.enabled:
-            vector_future = self._pool.submit(self._vector_leg, query, k)
-        elif options.mode in ("hybrid", "vector"):
-            legs["vector"] = LegReport(False, "hybrid search is disabled in config")
-        if options.mode in ("hybrid", "keyword"):
-            text_hits, legs["keyword"] = self._keyword_leg(terms, k)
-        else:
-            legs["keyword"] = LegReport(False, "not requested (--mode vector)")
-        if vector_future is not None:
-            vector_hits, legs["vector"] = vector_future.result()
-        elif "vector" not in legs:
-            legs["vector"] = LegReport(False, "not requested (--mode keyword)")
+            yield SearchResponse(query, options.mode, [])
+            return
+        terms = query_terms(query)
+        k = self.settings.search.query.candidates
+        start = self._start_vector_leg(query, k, options.mode)
+        text_hits, keyword_report = self._keyword_leg(terms, k, options.mode)
+        reports = {"keyword": keyword_report, "vector": start.report}
+        two_passes = progressive and options.mode == "hybrid"
+        if two_passes:
+            first = _Legs(
+                text_hits, None, reports if start.future is None else {"keyword": keyword_report}
+            )
+            keyword_only = replace(options, mode="keyword")
+            yield self._response(query, terms, first, keyword_only, started, start.future is None)
+        if start.failure is not None:
+            raise start.failure
+        if start.future is None:
+            if not two_passes:
+                yield self._response(
+                    query, terms, _Legs(text_hits, None, reports), options, started
+                )
+            return
+        vector_hits, reports["vector"] = start.future.result()
+        yield self._response(query, terms, _Legs(text_hits, vector_hits, reports), options, started)
 
-        path_files = self._with_store(lambda s: self._files_named(s, query), [])
-        hits = self._rank(
-            query,
-            terms,
-            vector_hits,
-            text_hits or {},
-            path_files,
-            options,
-            limit,  # type: ignore[arg-type]
-            keyword_ran=legs["keyword"].ran,
-        )
-        return SearchResponse(
-            query, options.mode, hits, legs, (time.perf_counter() - started) * 1000
-        )
-
-    def _rank(
+    def _response(
         self,
         query: str,
         terms: list[str],
-        vector_hits: dict[int, float] | None,
-        text_hits: dict[int, float],
-        path_files: list[int],
+        legs: _Legs,
         options: SearchOptions,
-        limit: int,
-        *,
-        keyword_ran: bool,
-    ) -> list[SearchHit]:
-        config = self.settings.search.query
-        hybrid = config.hybrid
-        merged = merge_legs(
-            vector_hits,
-            text_hits if keyword_ran else None,
-            hybrid.vector_weight,
-            hybrid.text_weight,
+        started: float,
+        final: bool = True,
+    ) -> SearchResponse:
+        hits = self._rank(query, terms, legs, options)
+        elapsed = (time.perf_counter() - started) * 1000
+        return SearchResponse(query, options.mode, hits, legs.reports, elapsed, final)
+
+    # -- the keyword leg ----------------------------------------------------------------
+
+    def keyword_needs_repair(self) -> bool:
+        """Whether the keyword index is missing, damaged or behind the store."""
+        return self._keyword_health().repair
+
+    def keyword_damaged(self) -> bool:
+        """Whether a query failed on the current keyword index although it opens: only a
+        rebuild repairs that, whatever its stamp says."""
+        stamp = self._keyword.stamp_signature()
+        return stamp is not None and stamp == self._damaged_stamp
+
+    def _keyword_health(self) -> _KeywordHealth:
+        generation = self._with_store(lambda s: s.generation(), None)
+        if generation is None:
+            return _KeywordHealth(False, 0, NOT_INDEXED, NOT_INDEXED_FIX)
+        stamp = self._keyword.stamp_signature()
+        signature = (int(generation), stamp)  # type: ignore[call-overload]
+        if self._health is not None and self._health[0] == signature:
+            # Opening the index to check it costs more than a search: once per change is enough.
+            return self._health[1]
+        if self._health is not None and self._health[0][1] != stamp:
+            # Rewritten by a writer (a rebuild swaps the folder): drop the open reader.
+            self._keyword.close()
+        if stamp is not None and stamp == self._damaged_stamp:
+            health = _KeywordHealth(False, 0, "keyword index damaged", _REBUILD_FIX, repair=True)
+        else:
+            health = self._check_keyword(int(generation))  # type: ignore[call-overload]
+        self._health = (signature, health)
+        return health
+
+    def _check_keyword(self, generation: int) -> _KeywordHealth:
+        state = self._keyword.state()
+        if state.usable and state.generation == generation:
+            return _KeywordHealth(True, generation)
+        if state.usable:
+            # A writer is between a store commit and the keyword update, or died there:
+            # serve its last complete state and let a sync catch up.
+            return _KeywordHealth(
+                True, int(state.generation or 0), "index update in progress", repair=True
+            )
+        return _KeywordHealth(False, 0, state.reason, _REBUILD_FIX, repair=True)
+
+    def _keyword_leg(
+        self, terms: list[str], k: int, mode: Mode
+    ) -> tuple[dict[int, float] | None, LegReport]:
+        if mode == "vector":
+            return None, LegReport(False, "not requested (--mode vector)")
+        started = time.perf_counter()
+        health = self._keyword_health()
+        if not health.ready:
+            return None, LegReport(False, health.reason, health.fix)
+        try:
+            hits = dict(self._keyword.search(terms, k, health.generation))
+        except Exception as exc:  # damage that opening the index did not show
+            self._damaged_stamp = self._keyword.stamp_signature()
+            self._health = None
+            reason = f"keyword index damaged ({type(exc).__name__})"
+            return None, LegReport(False, reason, _REBUILD_FIX)
+        ms = (time.perf_counter() - started) * 1000
+        return hits, LegReport(True, health.reason, "", len(hits), ms)
+
+    # -- the vector leg -----------------------------------------------------------------
+
+    def _start_vector_leg(self, query: str, k: int, mode: Mode) -> _VectorStart:
+        """Start the query embedding now if the leg can answer; else say why not (and, when
+        the provider itself failed and the settings forbid falling back, the error to raise
+        once the keyword results are out)."""
+        if mode == "keyword":
+            return _VectorStart(None, LegReport(False, "not requested (--mode keyword)"))
+        if not self.settings.search.query.hybrid.enabled:
+            return _VectorStart(None, LegReport(False, "hybrid search is disabled in config"))
+        if self.vector_leg is None:
+            return _VectorStart(None, LegReport(False, "embeddings are off (provider = none)"))
+        available = self.vector_leg.availability()
+        if available.usable:
+            future = self._pool.submit(self._vector_leg, query, k)
+            return _VectorStart(future, LegReport(False, "pending"))
+        failure = None
+        if available.provider_failed and self.strict:
+            failure = self._unavailable(available.reason, available.fix)
+        return _VectorStart(None, LegReport(False, available.reason, available.fix), failure)
+
+    def _vector_leg(self, query: str, k: int) -> tuple[dict[int, float] | None, LegReport]:
+        assert self.vector_leg is not None
+        started = time.perf_counter()
+        try:
+            hits = self.vector_leg.search(query, k)
+        except EmbeddingError as exc:
+            if self.strict:
+                raise self._unavailable(exc.reason, exc.fix or "") from exc
+            return None, LegReport(False, exc.reason, exc.fix or "")
+        return hits, LegReport(True, "", "", len(hits), (time.perf_counter() - started) * 1000)
+
+    def _unavailable(self, reason: str, fix: str) -> ProviderUnavailableError:
+        """The one place where a failing provider becomes an error instead of a caveat."""
+        return ProviderUnavailableError(
+            f"The embedding provider `{self.settings.search.provider}` is unavailable: {reason}",
+            fix=fix or 'apus memory status --deep  (or set memory.search.provider = "none")',
         )
+
+    # -- ranking ------------------------------------------------------------------------
+
+    def _rank(
+        self, query: str, terms: list[str], legs: _Legs, options: SearchOptions
+    ) -> list[SearchHit]:
+        hybrid = self.settings.search.query.hybrid
+        limit = options.limit or self.settings.search.query.max_results
+        candidates = self._candidates(query, legs, options)
+        chosen = self._select(candidates, options, limit)
+        use_mmr = hybrid.mmr.enabled if options.mmr is None else options.mmr
+        if use_mmr and len(chosen) > 1:
+            chosen = self._diversify(chosen, hybrid.mmr.lambda_)
+        query_tokens = frozenset(terms)
+        return [_hit(c, query_tokens, legs.vector) for c in chosen]
+
+    def _candidates(self, query: str, legs: _Legs, options: SearchOptions) -> list[_Candidate]:
+        """Every chunk either leg found, plus the notes the query names, with their factors."""
+        hybrid = self.settings.search.query.hybrid
+        merged = merge_legs(legs.vector, legs.text, hybrid.vector_weight, hybrid.text_weight)
         ids = list(merged)
-        path_chunk_ids: set[int] = set()
-        if path_files:
-            firsts = self._with_store(lambda s: s.first_chunk_of_files(path_files), {})
-            path_chunk_ids = {c.id for c in firsts.values()}  # type: ignore[union-attr]
-            ids.extend(i for i in path_chunk_ids if i not in merged)
+        named = self._named_chunk_ids(query)
+        ids.extend(i for i in named if i not in merged)
         chunks: dict[int, ChunkRecord] = self._with_store(  # type: ignore[assignment]
             lambda s: s.chunks_by_id(ids), {}
         )
         today = self._today()
         use_recency = hybrid.temporal_decay.enabled if options.recency is None else options.recency
-        query_tokens = frozenset(terms)
         tier_of = PathTierer(query)
         candidates: list[_Candidate] = []
         for chunk_id in ids:
@@ -338,85 +373,122 @@ class Searcher:
                 importance=importance_factor(chunk.importance),
                 tier=tier_of(chunk.path),
             )
-            base = score.merged if score else 0.0
             candidates.append(
                 _Candidate(
                     chunk=chunk,
-                    vector_raw=score.vector_raw if score else None,
-                    vector_norm=score.vector_norm if score else 0.0,
-                    text_raw=score.text_raw if score else None,
-                    text_norm=score.text_norm if score else 0.0,
-                    merged=base,
+                    score=score,
                     recency=factors.recency,
                     importance=factors.importance,
                     tier=factors.tier,
-                    final=final_score(base, factors),
+                    final=final_score(score.merged if score else 0.0, factors),
                     keyword_match=(score is not None and score.text_raw is not None)
-                    or chunk_id in path_chunk_ids,
+                    or chunk_id in named,
                 )
             )
         candidates.sort(key=lambda c: rank_key(c.final, c.tier))
+        return candidates
+
+    def _select(
+        self, candidates: list[_Candidate], options: SearchOptions, limit: int
+    ) -> list[_Candidate]:
+        """Path-tier matches first, then the rest through `minScore` (keyword matches kept)."""
+        config = self.settings.search.query
         min_score = config.min_score if options.min_score is None else options.min_score
         tiered = [c for c in candidates if c.tier > PathTier.NONE]
         rest = [c for c in candidates if c.tier == PathTier.NONE]
-        chosen = tiered[:limit] + select_with_min_score(
+        return tiered[:limit] + select_with_min_score(
             rest,
             score=lambda c: c.final,
             is_keyword_match=lambda c: c.keyword_match,
             min_score=min_score,
             limit=max(0, limit - len(tiered)),
         )
-        use_mmr = hybrid.mmr.enabled if options.mmr is None else options.mmr
-        if use_mmr and len(chosen) > 1:
-            # Path-tier hits stay on top: MMR only diversifies body relevance.
-            head = [c for c in chosen if c.tier > PathTier.NONE]
-            tail = mmr_order(
-                [c for c in chosen if c.tier == PathTier.NONE],
-                relevance=lambda c: c.final,
-                tokens=lambda c: snippet_tokens(c.chunk.text),
-                lam=hybrid.mmr.lambda_,
-            )
-            chosen = _best_chunk_first(head + tail)
-            for position, candidate in enumerate(chosen, start=1):
-                candidate.mmr_position = position
-        return [self._hit(c, query_tokens, vector_hits) for c in chosen]
 
     @staticmethod
-    def _hit(
-        c: _Candidate, query_tokens: frozenset[str], vector_hits: dict[int, float] | None
-    ) -> SearchHit:
-        snippet = make_snippet(c.chunk.text, query_tokens)
-        legs = []
-        if c.text_raw is not None:
-            legs.append("keyword")
-        if vector_hits is not None and c.chunk.id in vector_hits:
-            legs.append("vector")
-        if c.tier > PathTier.NONE:
-            legs.append("path")
-        return SearchHit(
-            chunk_id=c.chunk.id,
-            path=c.chunk.path,
-            title=c.chunk.title,
-            start_line=c.chunk.start_line,
-            end_line=c.chunk.end_line,
-            heading=c.chunk.heading,
-            score=round(c.final, 6),
-            snippet=snippet.text,
-            highlights=snippet.highlights,
-            note_date=c.chunk.note_date,
-            legs=tuple(legs),
-            explain=Explanation(
-                vector_raw=c.vector_raw,
-                vector_norm=c.vector_norm,
-                text_raw=c.text_raw,
-                text_norm=c.text_norm,
-                merged=c.merged,
-                recency=c.recency,
-                importance=c.importance,
-                tier=c.tier.name.lower(),
-                mmr_position=c.mmr_position,
-            ),
+    def _diversify(chosen: list[_Candidate], lam: float) -> list[_Candidate]:
+        """MMR over body relevance; path-tier hits stay on top."""
+        head = [c for c in chosen if c.tier > PathTier.NONE]
+        tail = mmr_order(
+            [c for c in chosen if c.tier == PathTier.NONE],
+            relevance=lambda c: c.final,
+            tokens=lambda c: snippet_tokens(c.chunk.text),
+            lam=lam,
         )
+        ordered = _best_chunk_first(head + tail)
+        for position, candidate in enumerate(ordered, start=1):
+            candidate.mmr_position = position
+        return ordered
+
+    # -- store access -------------------------------------------------------------------
+
+    def _with_store(self, action: Callable[[Store], object], default: object) -> object:
+        with self._store_lock:
+            if self._store is None and Store.exists(self.index_dir):
+                self._store = Store(self.index_dir, readonly=True)
+            return default if self._store is None else action(self._store)
+
+    def _named_chunk_ids(self, query: str) -> set[int]:
+        """First chunks of the notes whose path, file name or stem is the query."""
+        files: list[int] = self._with_store(  # type: ignore[assignment]
+            lambda s: self._files_named(s, query), []
+        )
+        if not files:
+            return set()
+        firsts: dict[int, ChunkRecord] = self._with_store(  # type: ignore[assignment]
+            lambda s: s.first_chunk_of_files(files), {}
+        )
+        return {chunk.id for chunk in firsts.values()}
+
+    def _files_named(self, store: Store, query: str) -> list[int]:
+        """File ids named by the query, via a lookup table rebuilt when the store changes."""
+        generation = store.generation()
+        if self._names is None or self._names[0] != generation:
+            table: dict[str, list[int]] = {}
+            for path, record in store.files().items():
+                folded = fold(path)
+                base = folded.rsplit("/", 1)[-1]
+                for key in {folded, base, base.rsplit(".", 1)[0]}:
+                    table.setdefault(key, []).append(record.id)
+            self._names = (generation, table)
+        return self._names[1].get(normalise_path(query), [])
+
+
+def _hit(
+    c: _Candidate, query_tokens: frozenset[str], vector_hits: dict[int, float] | None
+) -> SearchHit:
+    snippet = make_snippet(c.chunk.text, query_tokens)
+    score = c.score
+    legs = []
+    if score is not None and score.text_raw is not None:
+        legs.append("keyword")
+    if vector_hits is not None and c.chunk.id in vector_hits:
+        legs.append("vector")
+    if c.tier > PathTier.NONE:
+        legs.append("path")
+    return SearchHit(
+        chunk_id=c.chunk.id,
+        path=c.chunk.path,
+        title=c.chunk.title,
+        start_line=c.chunk.start_line,
+        end_line=c.chunk.end_line,
+        heading=c.chunk.heading,
+        score=round(c.final, 6),
+        snippet=snippet.text,
+        highlights=snippet.highlights,
+        note_date=c.chunk.note_date,
+        legs=tuple(legs),
+        explain=Explanation(
+            vector_raw=score.vector_raw if score else None,
+            vector_norm=score.vector_norm if score else 0.0,
+            text_raw=score.text_raw if score else None,
+            text_norm=score.text_norm if score else 0.0,
+            merged=score.merged if score else 0.0,
+            recency=c.recency,
+            importance=c.importance,
+            tier=c.tier.name.lower(),
+            mmr_position=c.mmr_position,
+        ),
+    )
 
 
 def _best_chunk_first(ordered: list[_Candidate]) -> list[_Candidate]:

@@ -71,7 +71,7 @@ class PathTier(enum.IntEnum):
     EXACT = 4
 
 
-def _normalise_path(text: str) -> str:
+def normalise_path(text: str) -> str:
     """Folded, trimmed, forward-slashed path without a leading `./`."""
     path = fold(text).strip().replace("\\", "/")
     while path.startswith("./"):
@@ -91,7 +91,7 @@ class _PathForms:
 def _path_forms(rel_path: str) -> _PathForms:
     """A stored path's folded forms; cached because every search re-tiers up to 400
     candidates and the same notes come back query after query (8k entries: a few MB)."""
-    path = _normalise_path(rel_path)
+    path = normalise_path(rel_path)
     basename = posixpath.basename(path)
     stem_path = posixpath.splitext(path)[0]
     words = frozenset(token.term for token in tokenize(stem_path))
@@ -102,7 +102,7 @@ class PathTierer:
     """Tiers paths against one query, folded once: exact > basename > stem > partial."""
 
     def __init__(self, query: str) -> None:
-        self.query = _normalise_path(query)
+        self.query = normalise_path(query)
         self.words = [token.term for token in tokenize(self.query)]
         self.has_separator = any(sep in self.query for sep in "/.-_")
 

@@ -1,8 +1,8 @@
 """Trigger recall: match a message against the `triggers` of the trusted notes only.
 
-Only root `MEMORY.md` and `USER.md` qualify: they are curated by the user, so surfacing them
-unasked is safe; daily notes and imports stay behind explicit search. Trigger vectors are
-embedded at index time, so recall costs at most one query embedding and no other model call.
+Only root `MEMORY.md` and `USER.md` qualify (see `apus.index.triggers`); daily notes and
+imports stay behind explicit search. Trigger vectors are embedded at index time, so recall
+costs at most one query embedding and no other model call.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from apus.embed.base import Embedder, EmbeddingIdentity
+from apus.embed.base import Embedder
 from apus.index.store import ChunkRecord, FileRecord, Store
+from apus.index.triggers import trigger_text, trusted_files
 from apus.index.vectors import cache_key
 from apus.search.snippet import make_snippet
 from apus.vault.text import tokenize
 
-TRUSTED_FILES = ("MEMORY.md", "USER.md")
 MAX_ENTRIES = 3
 # Strong match, hybrid: 0.7·cosine + 0.3·coverage. A paraphrase of a trigger scores about
 # 0.7+ with EmbeddingGemma while an unrelated message stays under 0.5.
@@ -36,29 +36,6 @@ class RecallEntry:
     start_line: int
     end_line: int
     snippet: str
-
-
-def trusted_files(store: Store) -> list[FileRecord]:
-    return [record for path in TRUSTED_FILES if (record := store.file_by_path(path))]
-
-
-def trigger_text(embedder: Embedder, trigger: str) -> str:
-    """Triggers are embedded as short documents, the message as a query."""
-    return embedder.document_text(trigger, None)
-
-
-def embed_triggers(store: Store, embedder: Embedder, identity: EmbeddingIdentity) -> int:
-    """Make sure every trusted trigger has a cached vector; returns how many were embedded."""
-    texts = [trigger_text(embedder, t) for record in trusted_files(store) for t in record.triggers]
-    keys = [cache_key(identity, text) for text in texts]
-    cached = store.cached_vectors(keys)
-    todo = [i for i, key in enumerate(keys) if key not in cached]
-    if not todo:
-        return 0
-    vectors = embedder.embed([texts[i] for i in todo], kind="document")
-    with store.transaction():
-        store.put_vectors((keys[i], vectors[row]) for row, i in enumerate(todo))
-    return len(todo)
 
 
 def recall(

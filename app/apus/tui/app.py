@@ -8,16 +8,20 @@ from typing import ClassVar
 
 from textual.app import App, SuspendNotSupported
 from textual.binding import Binding, BindingType
+from textual.reactive import reactive
 from textual.screen import Screen
 
-from apus.cli.context import AppContext
-from apus.config import Settings, update_config_file
+from apus.config import Settings, SettingsSource, update_config_file
 from apus.first_run import SetupChoices, detect_hardware
-from apus.search.engine import SearchOptions
+from apus.index.status import IndexStatus
+from apus.index.sync import SyncReport
+from apus.memory import Memory
+from apus.search.engine import LegReport, SearchOptions
 from apus.tui.commands import ApusCommands
 from apus.tui.editor import NoEditorError, editor_command
-from apus.tui.errors import error_text
+from apus.tui.errors import NotifiesWorkerErrors, error_text
 from apus.tui.format import home_relative
+from apus.tui.live import LiveMemory, MemoryEventMessage, StatusLoaded
 from apus.tui.messages import OpenInEditor, OpenInReader
 from apus.tui.notes import note_path
 from apus.tui.screens.browse import BrowseScreen
@@ -27,15 +31,18 @@ from apus.tui.screens.reader import ReaderScreen
 from apus.tui.screens.search import SearchScreen
 from apus.tui.screens.status import StatusScreen
 from apus.tui.screens.wizard import SetupScreen, WizardOptions
-from apus.tui.services import AppServices
+from apus.tui.state import BackgroundWork, ProviderView
 from apus.tui.widgets.preview import NotePreview
 from apus.tui.widgets.results import ResultList
 
 _VAULT_ACTIONS = frozenset({"show_search", "show_browse", "show_status", "sync_index", "copy_path"})
 
 
-class ApusApp(AppServices):
-    """Search, browse and read one vault; keeps its index fresh in the background."""
+class ApusApp(NotifiesWorkerErrors, App[None]):
+    """Search, browse and read one vault; keeps its index fresh in the background.
+
+    The vault's headless session (`memory`) does the work; the app shows it.
+    """
 
     # Absolute, so subclasses defined elsewhere (the tests' app factory) find it too.
     CSS_PATH = Path(__file__).with_name("apus.tcss")
@@ -98,19 +105,70 @@ class ApusApp(AppServices):
     # Search timings in the query row; snapshot tests turn them off (they vary run to run).
     show_timings: ClassVar[bool] = True
 
+    provider: reactive[ProviderView] = reactive(ProviderView("unknown", "opening the index…"))
+    counts: reactive[str] = reactive("")
+    background: reactive[BackgroundWork | None] = reactive(None)
+    sync_report: reactive[SyncReport | None] = reactive(None, always_update=True)
+    # Bumped when the index changed (searches and listings are stale), and when a ranking
+    # toggle flipped (only searches are).
+    index_generation: reactive[int] = reactive(0)
+    ranking_generation: reactive[int] = reactive(0)
+    vault_generation: reactive[int] = reactive(0)
+
     def __init__(
         self,
-        app_ctx: AppContext,
+        source: SettingsSource,
         *,
         setup: bool = False,
         wizard: WizardOptions | None = None,
         watch: bool | None = None,
     ) -> None:
-        super().__init__(app_ctx, watch=watch)
+        super().__init__()
+        self.source = source
+        self._settings = source.load()
+        self.live = LiveMemory(self)
+        self.watch_override = watch
         self.start_with_setup = setup
         self.wizard_options = wizard
         self._mmr: bool | None = None
         self._recency: bool | None = None
+
+    # -- the session ---------------------------------------------------------------------------
+
+    @property
+    def memory(self) -> Memory:
+        """The open vault's session (only while a vault is open)."""
+        if self.live.memory is None:
+            raise RuntimeError("no vault is open")
+        return self.live.memory
+
+    @property
+    def vault_open(self) -> bool:
+        return self.live.memory is not None
+
+    @property
+    def settings(self) -> Settings:
+        return self.live.memory.settings if self.live.memory is not None else self._settings
+
+    @property
+    def vault(self) -> Path:
+        return self.settings.vault_path()
+
+    @property
+    def config_file(self) -> Path:
+        return self.source.file
+
+    def load_status(self, *, deep: bool) -> IndexStatus:
+        return self.memory.status(deep=deep)
+
+    def note_vector_leg(self, report: LegReport) -> None:
+        self.live.note_vector_leg(report)
+
+    def on_live_memory_event_message(self, message: MemoryEventMessage) -> None:
+        self.live.on_event(message.event)
+
+    def on_live_status_loaded(self, message: StatusLoaded) -> None:
+        self.live.on_status(message.status)
 
     def search_options(self) -> SearchOptions:
         hybrid = self.settings.search.query.hybrid
@@ -156,16 +214,23 @@ class ApusApp(AppServices):
         )
 
     def _open_vault(self) -> None:
-        if not self._services:
-            self._start_services()
+        if not self.vault_open:
+            self._use_source(self.source)
         self.switch_mode("search")
 
+    def _use_source(self, source: SettingsSource) -> None:
+        self.source = source
+        self._settings = source.load()
+        self.counts = ""
+        self.live.open(source, watch=self.watch_override)
+        self.refresh_bindings()
+
     async def action_quit(self) -> None:
-        self._stop_services()
+        self.live.close()
         self.exit()
 
     def on_unmount(self) -> None:
-        self._stop_services()
+        self.live.close()
 
     # -- setup and vault switching -----------------------------------------------------------
 
@@ -173,8 +238,12 @@ class ApusApp(AppServices):
         """The wizard saved its choices: reopen everything on the chosen vault and index it."""
         self._use_vault(choices.vault)
 
+    def _use_vault(self, vault: Path) -> None:
+        self._use_source(self.source.with_vault(vault))
+        self.vault_generation += 1
+
     def _setup_closed(self, choices: SetupChoices | None) -> None:
-        if choices is None and not self.app_ctx.settings().vault:
+        if choices is None and not self.settings.vault:
             self.exit()
             return
         self._open_vault()
@@ -204,7 +273,7 @@ class ApusApp(AppServices):
 
     def on_open_in_editor(self, message: OpenInEditor) -> None:
         self.edit_file(note_path(self.vault, message.rel_path), message.line)
-        self.request_sync()
+        self.live.request_sync()
 
     def edit_file(self, path: Path, line: int = 1) -> None:
         try:
@@ -258,19 +327,19 @@ class ApusApp(AppServices):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Vault actions are hidden until a vault is open and while the wizard is showing."""
         if action in _VAULT_ACTIONS:
-            return self._services and not isinstance(self.screen, SetupScreen)
+            return self.vault_open and not isinstance(self.screen, SetupScreen)
         return True
 
     def action_show_search(self) -> None:
-        if self._services:
+        if self.vault_open:
             self.switch_mode("search")
 
     def action_show_browse(self) -> None:
-        if self._services:
+        if self.vault_open:
             self.switch_mode("browse")
 
     def action_show_status(self) -> None:
-        if self._services and not isinstance(self.screen, StatusScreen):
+        if self.vault_open and not isinstance(self.screen, StatusScreen):
             self.push_screen(StatusScreen())
 
     def action_help(self) -> None:
@@ -281,12 +350,31 @@ class ApusApp(AppServices):
     def action_toggle_mmr(self) -> None:
         self._mmr = not self.search_options().mmr
         self.notify(f"Diversity (MMR) {'on' if self._mmr else 'off'}.", timeout=2)
-        self.results_generation += 1
+        self.ranking_generation += 1
 
     def action_toggle_recency(self) -> None:
         self._recency = not self.search_options().recency
         self.notify(f"Recency boost {'on' if self._recency else 'off'}.", timeout=2)
-        self.results_generation += 1
+        self.ranking_generation += 1
+
+    # -- indexing ------------------------------------------------------------------------------
+
+    def action_sync_index(self) -> None:
+        self.live.request_sync()
+        self.notify("Looking for changed notes…", timeout=2)
+
+    def action_rebuild_index(self) -> None:
+        self.live.request_sync(force=True)
+        self.notify("Rebuilding the index; keyword search keeps working meanwhile.", timeout=4)
+
+    def action_reembed(self) -> None:
+        if self.live.syncing:
+            self.notify("The index is being updated; re-embed when it has finished.")
+            return
+        self.live.request_sync(reembed=True)
+        self.notify(
+            "Rebuilding vectors for the current model; keyword search keeps working.", timeout=4
+        )
 
 
 def help_sections() -> HelpSections:
@@ -301,13 +389,13 @@ def help_sections() -> HelpSections:
     ]
 
 
-def run_app(app_ctx: AppContext) -> None:
+def run_app(source: SettingsSource) -> None:
     """`apus`: open the app on the configured vault, or the setup wizard when there is none."""
-    settings = app_ctx.settings()
-    ApusApp(app_ctx, setup=not settings.vault).run()
+    settings = source.load()
+    ApusApp(source, setup=not settings.vault).run()
 
 
-def run_setup(app_ctx: AppContext) -> None:
+def run_setup(source: SettingsSource) -> None:
     """`apus setup`: the wizard, then the app on the chosen vault."""
-    app_ctx.settings()
-    ApusApp(app_ctx, setup=True).run()
+    source.load()  # a broken config.toml is reported before the screen opens
+    ApusApp(source, setup=True).run()

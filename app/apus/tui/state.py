@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from apus.index.status import EmbeddingsState
 from apus.search.engine import LegReport
 
 State = Literal["ready", "rebuilding", "keyword-only", "paused", "unavailable", "off", "unknown"]
@@ -27,7 +27,7 @@ class VectorEvidence:
 
 
 def provider_view(
-    embeddings: Mapping[str, Any] | None,
+    embeddings: EmbeddingsState | None,
     status_at: float,
     evidence: VectorEvidence | None = None,
 ) -> ProviderView:
@@ -38,19 +38,18 @@ def provider_view(
     """
     if embeddings is None:
         return ProviderView("unknown", "opening the index…")
-    state = str(embeddings.get("state", "off"))
-    reason, fix = split_reason(str(embeddings.get("reason") or ""))
-    fix = str(embeddings.get("fix") or "") or fix
+    state: State = embeddings.state
+    reason, fix = embeddings.reason, embeddings.fix
     if evidence is not None and evidence.at >= status_at:
         if state == "ready" and not evidence.report.ran:
             state = "keyword-only"
-            reason, fix = split_reason(evidence.report.reason)
+            reason, fix = evidence.report.reason, evidence.report.fix
         elif state == "keyword-only" and evidence.report.ran:
-            state, reason = "ready", ""
+            state, reason, fix = "ready", "", ""
     if state == "ready":
         return ProviderView("ready", "semantic ready")
     if state == "rebuilding":
-        percent = progress_percent(embeddings.get("progress"))
+        percent = embeddings.percent
         text = "rebuilding" if percent is None else f"rebuilding {percent}%"
         return ProviderView("rebuilding", text, reason)
     if state == "keyword-only":
@@ -62,27 +61,6 @@ def provider_view(
     if state == "paused":
         return ProviderView("paused", f"paused: {fix or reason}", reason)
     return ProviderView("off", "keyword search (embeddings off)", reason)
-
-
-def split_reason(text: str) -> tuple[str, str]:
-    """Domain errors read "what happened\nFix: what to do"; the status bar shows the first."""
-    first, _, rest = text.partition("\n")
-    return first.strip(), rest.strip().removeprefix("Fix:").strip()
-
-
-def progress_percent(progress: object) -> int | None:
-    """A whole percentage from "42%", {"done": n, "total": m} or a 0..1 fraction."""
-    if isinstance(progress, str):
-        text = progress.strip().removesuffix("%")
-        return int(float(text)) if text.replace(".", "", 1).isdigit() else None
-    if isinstance(progress, Mapping):
-        done, total = progress.get("done"), progress.get("total")
-        if isinstance(done, int | float) and isinstance(total, int | float) and total > 0:
-            return int(100 * done / total)
-        return None
-    if isinstance(progress, int | float) and 0 <= progress <= 1:
-        return int(100 * progress)
-    return None
 
 
 @dataclass(frozen=True)

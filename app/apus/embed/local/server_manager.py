@@ -16,7 +16,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from apus.embed.base import EmbeddingUnavailable, register_secret
 from apus.embed.local import procs
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
 from apus.embed.local.server_process import API_KEY_ENV, client_pids
+from apus.relaunch import own_command
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +102,7 @@ class ServerState:
 
 def serve_command() -> list[str]:
     """How to launch the server process: a module of this interpreter, or the frozen binary."""
-    if getattr(sys, "frozen", False):
-        return [sys.executable, "_serve-embeddings"]
-    return [sys.executable, "-m", "apus.embed.local.server_process"]
+    return own_command("apus.embed.local.server_process", frozen_entry=("_serve-embeddings",))
 
 
 class ManagedServer:

@@ -120,9 +120,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     # llama-cpp-python's create_app() obeys a CONFIG_FILE variable over its arguments; a
     # user's unrelated CONFIG_FILE must not replace the model and key chosen here.
     os.environ.pop("CONFIG_FILE", None)
+    loaded = _load_app(args, api_key)
+    if loaded is None:
+        return 3
+    app, device, gpu_layers = loaded
+    _note_use(app, watchdog)
+    write_private_json(
+        args.info_file, {"pid": os.getpid(), "device": device, "gpu_layers": gpu_layers}
+    )
+    return _serve(app, args, watchdog)
 
+
+def _load_app(args: argparse.Namespace, api_key: str) -> tuple[Any, str, int] | None:
+    """llama-cpp-python's OpenAI-compatible app with the model loaded: (app, device, layers);
+    None when the model cannot be loaded (the log says why)."""
     import llama_cpp
-    import uvicorn
     from llama_cpp.server.app import create_app
     from llama_cpp.server.settings import ModelSettings, ServerSettings
 
@@ -130,7 +142,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     gpu_layers = (-1 if args.gpu_layers < 0 else args.gpu_layers) if offload else 0
     device = "gpu" if gpu_layers != 0 else "cpu"
     log.info("llama.cpp GPU offload %s; n_gpu_layers=%d", offload, gpu_layers)
-
     model_options: dict[str, Any] = {
         "model": str(args.model),
         "model_alias": args.model.name,
@@ -153,7 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except Exception as exc:  # the parent shows this log's error lines to the user
         log.error("cannot load model %s: %s", args.model.name, exc)
-        return 3
+        return None
+    return app, device, gpu_layers
+
+
+def _note_use(app: Any, watchdog: Watchdog) -> None:
+    """Every embedding request counts as use, at its start and at its end."""
 
     @app.middleware("http")
     async def note_use(request: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
@@ -164,9 +180,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             watchdog.touch()  # a long batch is use, not idleness
         return response
 
-    write_private_json(
-        args.info_file, {"pid": os.getpid(), "device": device, "gpu_layers": gpu_layers}
-    )
+
+def _serve(app: Any, args: argparse.Namespace, watchdog: Watchdog) -> int:
+    import uvicorn
+
     config = uvicorn.Config(
         app,
         host=args.host,

@@ -16,9 +16,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DirectoryTree, Footer, OptionList, TabbedContent, TabPane, Tree
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
-from apus.tui.errors import notify_worker_error
+from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import day_label
 from apus.tui.messages import OpenInReader
 from apus.tui.widgets.preview import NotePreview
@@ -52,7 +51,7 @@ def list_vault(files: list[ScannedFile]) -> VaultListing:
     return VaultListing(recent, by_day)
 
 
-class BrowseScreen(Screen[None]):
+class BrowseScreen(NotifiesWorkerErrors, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "f",
@@ -86,7 +85,7 @@ class BrowseScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#days", Tree).show_root = False
-        self.watch(self.app, "results_generation", lambda _g: self.refresh_listing(), init=False)
+        self.watch(self.app, "index_generation", lambda _g: self.refresh_listing(), init=False)
         self.watch(self.app, "vault_generation", self._vault_changed, init=False)
         self.refresh_listing()
 
@@ -159,10 +158,6 @@ class BrowseScreen(Screen[None]):
     def selected_path(self) -> str | None:
         document = self.query_one(NotePreview).document
         return document.rel_path if document is not None else None
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            notify_worker_error(self.app, event.worker)
 
 
 def _recent_label(scanned: ScannedFile) -> Content:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import on, work
@@ -14,10 +14,10 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, OptionList, Static
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import get_current_worker
 
 from apus.search.engine import SearchHit, SearchOptions, SearchResponse
-from apus.tui.errors import notify_worker_error
+from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import plural
 from apus.tui.messages import OpenInReader
 from apus.tui.widgets.preview import NotePreview
@@ -33,7 +33,7 @@ SEARCH_DEBOUNCE_S = 0.08
 PREVIEW_DEBOUNCE_S = 0.06
 
 
-class SearchScreen(Screen[None]):
+class SearchScreen(NotifiesWorkerErrors, Screen[None]):
     """Results as you type: keyword first, then hybrid when embeddings can answer."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -85,7 +85,8 @@ class SearchScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.watch(self.app, "results_generation", self._index_changed, init=False)
+        self.watch(self.app, "index_generation", self._index_changed, init=False)
+        self.watch(self.app, "ranking_generation", self._index_changed, init=False)
         self.watch(self.app, "vault_generation", self._vault_changed, init=False)
         self.watch(self.app, "counts", self._counts_changed)
         self.query_one("#query", Input).focus()
@@ -119,24 +120,14 @@ class SearchScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def _search(self, query: str, options: SearchOptions) -> None:
+        """Keyword results at once, merged ones when the vector leg answers: one keyword leg
+        per keystroke. A provider that must not be ignored raises after the keyword results
+        are out, and the error is shown with them."""
         worker = get_current_worker()
-        searcher = self.apus.searcher()
-        first = searcher.search(query, replace(options, mode="keyword"))
-        if worker.is_cancelled:
-            return
-        try:
-            then_hybrid = options.mode == "hybrid" and self.apus.vector_available(searcher)
-        except Exception:
-            # An unreachable remote provider raises here; show the keyword results along
-            # with the error notification.
-            self.post_message(self.ResultsReady(query, first, final=True))
-            raise
-        self.post_message(self.ResultsReady(query, first, final=not then_hybrid))
-        if not then_hybrid:
-            return
-        second = searcher.search(query, options)
-        if not worker.is_cancelled:
-            self.post_message(self.ResultsReady(query, second, final=True))
+        for response in self.apus.memory.search_stages(query, options):
+            if worker.is_cancelled:
+                return
+            self.post_message(self.ResultsReady(query, response, final=response.final))
 
     def on_search_screen_results_ready(self, message: ResultsReady) -> None:
         if message.query != self.query_text.strip():
@@ -268,7 +259,3 @@ class SearchScreen(Screen[None]):
         """The note the user is looking at (for commands such as copy path)."""
         hit = self.query_one(ResultList).highlighted_hit
         return hit.path if hit is not None else None
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            notify_worker_error(self.app, event.worker)

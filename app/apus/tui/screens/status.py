@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -13,11 +14,10 @@ from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
 
-from apus.index.status import IndexStatus
-from apus.tui.errors import notify_worker_error
-from apus.tui.format import home_relative, plural
+from apus.index.status import EmbeddingsState, IndexStatus
+from apus.tui.errors import NotifiesWorkerErrors
+from apus.tui.format import eta_text, home_relative, plural
 from apus.tui.widgets.status_bar import StatusBar
 from apus.units import human_size
 
@@ -49,29 +49,13 @@ def status_content(status: IndexStatus, *, probing: bool = False) -> Content:
         row("Last sync", status.last_sync or "never")
         row("Keyword", status.keyword, "$text-success" if status.keyword == "ready" else "")
     row("Provider", status.provider)
-    embeddings: dict[str, Any] = dict(status.embeddings)
-    if embeddings:
-        state = str(embeddings.pop("state", "?"))
-        reason = embeddings.pop("reason", "")
-        fix = embeddings.pop("fix", "")
-        style = {"ready": "$text-success", "paused": "$text-error"}.get(state, "$text-warning")
-        first, *more = str(reason).splitlines() or [""]
-        value = Content.styled(state, style)
-        if first:
-            value = value + f": {first}"
-        row("Embeddings", value)
-        for line in more:
-            row("", Content.styled(line, "$text-accent" if line.startswith("Fix:") else ""))
-        if fix:
-            row("", Content.styled(f"Fix: {fix}", "$text-accent"))
-        for key, item in embeddings.items():
-            row("", f"{key}: {item}", "$text-muted")
+    _embeddings_rows(status.embeddings, row)
     if probing:
         row("", "probing the embedding provider…", "$text-muted")
     if status.skipped:
         row("Skipped", plural(len(status.skipped), "file"), "$text-warning")
         for item in status.skipped[:_LIST_LIMIT]:
-            row("", f"{item['path']}: {item['reason']}", "$text-muted")
+            row("", f"{item.rel_path}: {item.reason}", "$text-muted")
         if len(status.skipped) > _LIST_LIMIT:
             row("", f"… and {len(status.skipped) - _LIST_LIMIT} more", "$text-muted")
     if status.replaced_utf8:
@@ -86,7 +70,24 @@ def status_content(status: IndexStatus, *, probing: bool = False) -> Content:
     return Content("\n").join(lines)
 
 
-class StatusScreen(Screen[None]):
+def _embeddings_rows(state: EmbeddingsState, row: Callable[..., None]) -> None:
+    style = {"ready": "$text-success", "paused": "$text-error"}.get(state.state, "$text-warning")
+    value = Content.styled(state.state, style)
+    if state.reason:
+        value = value + f": {state.reason}"
+    row("Embeddings", value)
+    if state.fix:
+        row("", Content.styled(f"Fix: {state.fix}", "$text-accent"))
+    details = state.as_dict()
+    for key in ("state", "reason", "fix"):
+        details.pop(key, None)
+    if state.eta_seconds is not None:
+        details["eta"] = eta_text(state.eta_seconds)
+    for key, item in details.items():
+        row("", f"{key}: {item}", "$text-muted")
+
+
+class StatusScreen(NotifiesWorkerErrors, Screen[None]):
     """The full index status; the provider is probed once each time it opens or refreshes."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -131,7 +132,3 @@ class StatusScreen(Screen[None]):
     def on_status_screen_loaded(self, message: Loaded) -> None:
         body = status_content(message.status, probing=message.probing)
         self.query_one("#status-body", Static).update(body)
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            notify_worker_error(self.app, event.worker)

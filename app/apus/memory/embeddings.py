@@ -1,0 +1,101 @@
+"""The embeddings line of `status`: ready, rebuilding, keyword-only, paused, unavailable, off."""
+
+from __future__ import annotations
+
+import os
+
+from apus.config import Settings
+from apus.embed.base import EmbeddingError, probe
+from apus.embed.providers import ProviderResolution, is_remote
+from apus.index.progress import SyncProgress
+from apus.index.status import EmbeddingsState
+from apus.index.store import Store
+from apus.search.vector_leg import ProviderVectorLeg
+
+PROBE_BUDGET_REMOTE_S = 60.0  # a remote endpoint that takes longer than this is not usable
+PROBE_BUDGET_LOCAL_S = 300.0  # a cold local server may load a model from a slow disk first
+
+
+def embeddings_state(
+    settings: Settings,
+    provider: ProviderResolution,
+    leg: ProviderVectorLeg | None,
+    *,
+    running: SyncProgress | None = None,
+    deep: bool = False,
+) -> EmbeddingsState:
+    """What search by meaning can do now. `running` is this process's embedding progress,
+    when it is embedding; `deep` also probes the provider once within its budget."""
+    if provider.embedder is None or leg is None:
+        state = "off" if provider.state == "off" else "keyword-only"
+        return EmbeddingsState(state, provider.reason, provider.fix)
+    state = _semantic_state(settings, provider, leg, running)
+    if deep:
+        state = _with_probe(settings, provider, state)
+    return state
+
+
+def _semantic_state(
+    settings: Settings,
+    provider: ProviderResolution,
+    leg: ProviderVectorLeg,
+    running: SyncProgress | None,
+) -> EmbeddingsState:
+    embedder = provider.embedder
+    assert embedder is not None
+    try:
+        identity = embedder.identity
+        decision = leg.decision()
+    except EmbeddingError as exc:
+        state = "unavailable" if is_remote(settings.search.provider) else "keyword-only"
+        return EmbeddingsState(state, exc.reason, exc.fix or "")
+    vectors = leg.vectors.count(identity.key())
+    if decision is None:
+        return EmbeddingsState(
+            "keyword-only", "not indexed yet", "apus memory index", identity, vectors
+        )
+    if decision.action == "serve":
+        return EmbeddingsState("ready", identity=identity, vectors=vectors)
+    if decision.action == "pause":
+        return EmbeddingsState("paused", decision.reason, decision.fix, identity, vectors)
+    done, total = leg.progress()
+    eta = running.eta_seconds if running is not None and running.phase == "embed" else None
+    return EmbeddingsState(
+        "rebuilding",
+        decision.reason or "embedding the vault",
+        identity=identity,
+        vectors=vectors,
+        done=done,
+        total=total,
+        eta_seconds=eta,
+    )
+
+
+def _with_probe(
+    settings: Settings, provider: ProviderResolution, state: EmbeddingsState
+) -> EmbeddingsState:
+    embedder = provider.embedder
+    assert embedder is not None
+    budget = PROBE_BUDGET_REMOTE_S if is_remote(settings.search.provider) else PROBE_BUDGET_LOCAL_S
+    budget = float(os.environ.get("APUS_PROBE_TIMEOUT_S", budget))
+    result = probe(embedder, budget)
+    cache_entries = None
+    if Store.exists(settings.index_dir()):
+        store = Store(settings.index_dir(), readonly=True)
+        try:
+            cache_entries = store.cache_size()
+        finally:
+            store.close()
+    return EmbeddingsState(
+        state.state,
+        state.reason,
+        state.fix,
+        state.identity,
+        state.vectors,
+        state.done,
+        state.total,
+        state.eta_seconds,
+        describe=embedder.describe(),
+        probe=result,
+        cache_entries=cache_entries,
+    )

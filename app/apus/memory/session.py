@@ -1,0 +1,329 @@
+"""The session: one vault, one settings object, and everything a face asks of them."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from apus.config import Settings, SettingsSource
+from apus.embed.base import EmbeddingError
+from apus.embed.providers import ProviderResolution, is_remote, resolve_provider
+from apus.errors import IndexBusyError
+from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
+from apus.index.status import EmbeddingsState, IndexStatus, collect_status
+from apus.index.store import Store
+from apus.index.sync import Indexer, SyncReport
+from apus.memory.detached import start_detached_index
+from apus.memory.embeddings import embeddings_state
+from apus.memory.sync_queue import SyncEvent, SyncQueue, SyncRequest
+from apus.search.engine import Searcher, SearchOptions, SearchResponse
+from apus.search.recall import RecallEntry, recall
+from apus.search.vector_leg import ProviderVectorLeg
+from apus.watch import watch_notes
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WatchStopped:
+    """Changes on disk are no longer picked up by themselves (the watcher failed)."""
+
+    error: BaseException
+
+
+MemoryEvent = SyncEvent | WatchStopped
+Listener = Callable[[MemoryEvent], None]
+
+
+class Memory:
+    """Owns the provider, Indexer, Searcher and background syncs of one vault.
+
+    The provider is resolved once (a local model server starts on the first embedding) and
+    again only when `reload()` finds other settings. Thread-safe: the app calls it from its
+    workers, the agent server from its request handlers.
+    """
+
+    def __init__(
+        self, source: SettingsSource | None = None, *, settings: Settings | None = None
+    ) -> None:
+        """From a source (the faces), or from settings built in code (benchmarks, tests): such
+        a session cannot reload them, and work it would hand to a detached process waits for
+        the next sync instead."""
+        if settings is None:
+            if source is None:
+                raise TypeError("Memory needs a settings source or settings")
+            settings = source.load()
+        self.source = source
+        self.settings = settings
+        self._lock = threading.RLock()
+        self._provider: ProviderResolution | None = None
+        self._leg: ProviderVectorLeg | None = None
+        self._searcher: Searcher | None = None
+        self._syncs: SyncQueue | None = None
+        self._listeners: list[Listener] = []
+        self._embedding: SyncProgress | None = None  # this process's embed progress, if any
+        self._stop_watching = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    # -- what the session is about --------------------------------------------------------
+
+    @property
+    def vault(self) -> Path:
+        return self.settings.vault_path()
+
+    @property
+    def index_dir(self) -> Path:
+        return self.settings.index_dir()
+
+    @property
+    def provider(self) -> ProviderResolution:
+        """The embedding provider of these settings, resolved on first use."""
+        with self._lock:
+            if self._provider is None:
+                self._provider = resolve_provider(self.settings.search)
+            return self._provider
+
+    @property
+    def strict(self) -> bool:
+        """Whether search must fail rather than answer by keyword alone when embeddings
+        cannot run: an explicitly configured remote provider, or `fallback = "none"`."""
+        search = self.settings.search
+        return is_remote(search.provider) or search.fallback == "none"
+
+    def reload(self) -> bool:
+        """Re-read the settings; a change of the search settings re-resolves the provider.
+
+        Returns whether anything changed.
+        """
+        if self.source is None:
+            return False
+        fresh = self.source.load()
+        with self._lock:
+            if fresh == self.settings:
+                return False
+            search_changed = fresh.search != self.settings.search
+            self.settings = fresh
+            if search_changed:
+                self._close_search_side()
+            return True
+
+    # -- searching ------------------------------------------------------------------------
+
+    def searcher(self) -> Searcher:
+        with self._lock:
+            if self._searcher is None:
+                self._searcher = Searcher(
+                    self.settings, vector_leg=self._vector_leg(), strict=self.strict
+                )
+                self._start_reembed_if_due()
+            return self._searcher
+
+    def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
+        """Both legs, merged (or what can run, and why the rest cannot)."""
+        searcher = self.searcher()
+        self._repair_keyword(searcher)
+        response = searcher.search(query, options)
+        # A query may find damage that opening the index did not show: repair, ask again.
+        keyword = response.legs.get("keyword")
+        if keyword is not None and not keyword.ran and self._repair_keyword(searcher):
+            response = searcher.search(query, options)
+        return response
+
+    def search_stages(
+        self, query: str, options: SearchOptions | None = None
+    ) -> Iterator[SearchResponse]:
+        """Keyword results at once, then merged ones when the vector leg can add to them."""
+        searcher = self.searcher()
+        self._repair_keyword(searcher)
+        yield from searcher.search_stages(query, options)
+
+    def recall(self, message: str) -> list[RecallEntry]:
+        """Trigger recall over MEMORY.md / USER.md; vectors help when they can."""
+        if not Store.exists(self.index_dir):
+            return []
+        # Trigger vectors are looked up by identity key, so a stale or missing set simply
+        # leaves recall to keywords; no identity check (a request, for remote providers).
+        embedder = self.provider.embedder
+        weight = self.settings.search.query.hybrid.vector_weight
+        store = Store(self.index_dir, readonly=True)
+        try:
+            try:
+                return recall(store, message, embedder=embedder, vector_weight=weight)
+            except EmbeddingError:
+                return recall(store, message, embedder=None)
+        finally:
+            store.close()
+
+    # -- status ---------------------------------------------------------------------------
+
+    def status(self, *, deep: bool = False) -> IndexStatus:
+        return collect_status(self.settings, self.embeddings(deep=deep))
+
+    def embeddings(self, *, deep: bool = False) -> EmbeddingsState:
+        return embeddings_state(
+            self.settings,
+            self.provider,
+            self._vector_leg(),
+            running=self._embedding,
+            deep=deep,
+        )
+
+    # -- indexing -------------------------------------------------------------------------
+
+    def indexer(self) -> Indexer:
+        return Indexer(self.settings, self.provider)
+
+    def sync(
+        self,
+        *,
+        force: bool = False,
+        reembed: bool = False,
+        cancel: threading.Event | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> SyncReport:
+        """Index now, in this thread (the CLI's `memory index`)."""
+        emit = progress or ignore_progress
+
+        def watched(event: SyncProgress) -> None:
+            self._embedding = event if event.phase == "embed" else None
+            emit(event)
+
+        try:
+            return self.indexer().sync(
+                force=force, reembed=reembed, cancel=cancel, progress=watched
+            )
+        finally:
+            self._embedding = None
+
+    def subscribe(self, listener: Listener) -> None:
+        """Hear about background syncs and the watcher; called on their threads."""
+        self._listeners.append(listener)
+
+    def start_live(self, *, watch: bool | None = None) -> None:
+        """Keep the index fresh from now on: one sync now, then one after each change on disk
+        (when `watch`, default `memory.search.sync.watch`)."""
+        with self._lock:
+            if self._syncs is None:
+                self._syncs = SyncQueue(self._run_queued, self._tell)
+        self._syncs.request()
+        sync = self.settings.search.sync
+        if (sync.watch if watch is None else watch) and self._watcher is None:
+            self._watcher = threading.Thread(
+                target=self._watch, args=(sync.watch_debounce_ms,), name="apus-watch", daemon=True
+            )
+            self._watcher.start()
+
+    def request_sync(self, *, force: bool = False, reembed: bool = False) -> None:
+        """A sync soon: in the background queue when live, else in a detached process."""
+        if self._syncs is not None:
+            self._syncs.request(SyncRequest(force, reembed))
+        elif self.source is not None:
+            start_detached_index(self.source, self.settings)
+
+    @property
+    def watching(self) -> bool:
+        """Whether changes on disk are being picked up by themselves right now."""
+        return self._watcher is not None and self._watcher.is_alive()
+
+    @property
+    def syncs(self) -> SyncQueue | None:
+        """The background sync queue once `start_live` ran."""
+        return self._syncs
+
+    # -- closing --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop background work (a running sync keeps what it committed) and release the
+        provider (a managed embedding server stops when no other process uses it)."""
+        self._stop_watching.set()
+        if self._syncs is not None:
+            self._syncs.close()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
+        with self._lock:
+            self._close_search_side()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _vector_leg(self) -> ProviderVectorLeg | None:
+        with self._lock:
+            provider = self.provider
+            # Without an embedder the leg still says why (and whether that is a failure).
+            if self._leg is None and provider.state != "off":
+                self._leg = ProviderVectorLeg(self.index_dir, provider)
+            return self._leg
+
+    def _close_search_side(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()  # closes the vector leg too
+            self._searcher = None
+        elif self._leg is not None:
+            self._leg.close()
+        self._leg = None
+        if self._provider is not None and self._provider.embedder is not None:
+            self._provider.embedder.close()
+        self._provider = None
+
+    def _start_reembed_if_due(self) -> None:
+        """Vectors made before task prefixes existed are rebuilt once, in the background."""
+        leg = self._leg
+        if leg is None:
+            return
+        try:
+            decision = leg.decision()
+        except EmbeddingError:
+            return
+        if decision is not None and decision.action == "reembed":
+            self.request_sync()
+
+    def _repair_keyword(self, searcher: Searcher) -> bool:
+        """Rebuild a missing, damaged or lagging keyword index through the Indexer: queued
+        when live, here and now otherwise. Returns whether it is repaired now."""
+        if not searcher.keyword_needs_repair():
+            return False
+        if self._syncs is not None:
+            self._syncs.request()
+            return False
+        try:
+            return self.indexer().repair_keyword(damaged=searcher.keyword_damaged())
+        except IndexBusyError:
+            return False  # the writer holding the lock brings it up to date
+
+    def _run_queued(
+        self, request: SyncRequest, cancel: threading.Event, progress: ProgressCallback
+    ) -> SyncReport:
+        return self.sync(
+            force=request.force, reembed=request.reembed, cancel=cancel, progress=progress
+        )
+
+    def _tell(self, event: MemoryEvent) -> None:
+        for listener in list(self._listeners):
+            listener(event)
+
+    def _watch(self, debounce_ms: int) -> None:
+        roots = [self.vault, *self.settings.extra_roots()]
+        try:
+            watch_notes(
+                roots,
+                lambda _changed: self.request_sync(),
+                stop=self._stop_watching,
+                debounce_ms=debounce_ms,
+            )
+        except Exception as exc:  # the index still updates on request; the faces say so
+            log.exception("watching %s stopped", self.vault)
+            self._tell(WatchStopped(exc))

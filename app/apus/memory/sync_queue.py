@@ -1,0 +1,169 @@
+"""Background syncs of one vault, one at a time, on a thread the session owns.
+
+Requests that arrive while a sync runs are folded into one more run (a forced request wins
+and cancels the running one: its work would be thrown away). When another process holds the
+writer lock, the queue says so and tries again a little later.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from apus.errors import IndexBusyError
+from apus.index.progress import ProgressCallback, SyncProgress
+from apus.index.sync import SyncReport
+
+log = logging.getLogger(__name__)
+
+# Another apus process holds the index writer lock: try again after this long.
+BUSY_RETRY_S = 5.0
+
+
+@dataclass(frozen=True)
+class SyncRequest:
+    force: bool = False  # re-read every file, rebuild the keyword index
+    reembed: bool = False  # embed every chunk again
+
+    def merged(self, other: SyncRequest | None) -> SyncRequest:
+        if other is None:
+            return self
+        return SyncRequest(self.force or other.force, self.reembed or other.reembed)
+
+
+@dataclass(frozen=True)
+class SyncStarted:
+    request: SyncRequest
+
+
+@dataclass(frozen=True)
+class SyncProgressed:
+    progress: SyncProgress
+
+
+@dataclass(frozen=True)
+class SyncFinished:
+    request: SyncRequest
+    report: SyncReport | None  # None when the sync raised
+    error: BaseException | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Another process was writing the index; this queue retries by itself."""
+        return isinstance(self.error, IndexBusyError)
+
+
+SyncEvent = SyncStarted | SyncProgressed | SyncFinished
+SyncRunner = Callable[[SyncRequest, threading.Event, ProgressCallback], SyncReport]
+
+
+class SyncQueue:
+    """Runs `runner` for each (folded) request on one daemon thread; reports through `emit`."""
+
+    def __init__(
+        self,
+        runner: SyncRunner,
+        emit: Callable[[SyncEvent], None],
+        *,
+        busy_retry_s: float = BUSY_RETRY_S,
+    ) -> None:
+        self._runner = runner
+        self._emit = emit
+        self._busy_retry_s = busy_retry_s
+        self._cond = threading.Condition()
+        self._pending: SyncRequest | None = None
+        self._retry_at: float | None = None
+        self._running: SyncRequest | None = None
+        self._cancel = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="apus-sync-queue", daemon=True)
+        self._thread.start()
+
+    def request(self, request: SyncRequest | None = None) -> None:
+        request = request or SyncRequest()
+        with self._cond:
+            if self._closed:
+                return
+            self._pending = request.merged(self._pending)
+            self._retry_at = None
+            if request.force and self._running is not None:
+                self._cancel.set()
+            self._cond.notify_all()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing running, nothing queued (a busy-retry counts as queued)."""
+        with self._cond:
+            return self._running is None and self._pending is None
+
+    @property
+    def running(self) -> bool:
+        with self._cond:
+            return self._running is not None
+
+    @property
+    def stopped(self) -> bool:
+        """Closed, and its thread has ended."""
+        return self._closed and not self._thread.is_alive()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._running is not None or self._pending is not None:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
+            return True
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Cancel the running sync (it keeps what it committed) and stop the thread."""
+        with self._cond:
+            self._closed = True
+            self._pending = None
+            self._cancel.set()
+            self._cond.notify_all()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    def _next(self) -> SyncRequest | None:
+        """Wait for the next request to run (None: closed)."""
+        with self._cond:
+            while not self._closed:
+                wait = None
+                if self._pending is not None:
+                    wait = 0.0 if self._retry_at is None else self._retry_at - time.monotonic()
+                    if wait <= 0:
+                        request, self._pending, self._retry_at = self._pending, None, None
+                        self._running = request
+                        self._cancel = threading.Event()
+                        return request
+                self._cond.wait(wait)
+            return None
+
+    def _loop(self) -> None:
+        while (request := self._next()) is not None:
+            self._tell(SyncStarted(request))
+            cancel = self._cancel
+            try:
+                report = self._runner(request, cancel, lambda p: self._tell(SyncProgressed(p)))
+                finished = SyncFinished(request, report)
+            except Exception as exc:  # reported to the listener; the queue keeps serving
+                finished = SyncFinished(request, None, exc)
+            # Reported before the queue counts as idle, so whoever waits for idle sees it.
+            self._tell(finished)
+            with self._cond:
+                self._running = None
+                if finished.busy and not self._closed:
+                    self._pending = request.merged(self._pending)
+                    self._retry_at = time.monotonic() + self._busy_retry_s
+                self._cond.notify_all()
+
+    def _tell(self, event: SyncEvent) -> None:
+        try:
+            self._emit(event)
+        except Exception:  # a listener's bug must not stop the index from being kept fresh
+            log.exception("sync listener failed on %s", type(event).__name__)

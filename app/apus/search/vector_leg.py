@@ -1,0 +1,120 @@
+"""The vector leg of a search: is it usable now, and the nearest chunks for a query.
+
+Read-only: it embeds the query through the provider and reads FAISS and the store; building
+vectors is the Indexer's job.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from apus.embed.base import EmbeddingError, EmbeddingIdentity
+from apus.embed.providers import ProviderResolution
+from apus.index.identity import IdentityDecision, decide, stored_identity
+from apus.index.store import Store
+from apus.index.vectors import VectorIndex
+
+NOT_INDEXED = "the vault has not been indexed yet (run `apus memory index`)"
+NOT_INDEXED_FIX = "apus memory index"
+
+
+@dataclass(frozen=True)
+class VectorAvailability:
+    """Whether the vector leg can answer now; if not, why, and whether the provider itself
+    failed (as opposed to vectors that are not ready yet)."""
+
+    usable: bool
+    reason: str = ""
+    fix: str = ""
+    provider_failed: bool = False
+
+
+class VectorLeg(Protocol):
+    """What the Searcher needs from the vector side."""
+
+    def availability(self) -> VectorAvailability: ...
+
+    def search(self, query: str, k: int) -> dict[int, float]:
+        """Chunk id -> cosine; raises EmbeddingError when the provider cannot embed."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ProviderVectorLeg:
+    """Query embedding through the session's provider, then FAISS."""
+
+    def __init__(self, index_dir: Path, provider: ProviderResolution) -> None:
+        self.index_dir = index_dir
+        self.provider = provider
+        self.vectors = VectorIndex(index_dir)
+        # availability() runs on every query: one connection, re-decided only after a commit.
+        self._lock = threading.Lock()
+        self._store: Store | None = None
+        self._decided: tuple[int, IdentityDecision] | None = None
+
+    def identity(self) -> EmbeddingIdentity | None:
+        embedder = self.provider.embedder
+        return None if embedder is None else embedder.identity
+
+    def decision(self) -> IdentityDecision | None:
+        """Serve, re-embed, pause or fresh for the stored vectors; None before any index."""
+        identity = self.identity()
+        if identity is None:
+            return None
+        with self._lock:
+            if self._store is None:
+                if not Store.exists(self.index_dir):
+                    return None
+                self._store = Store(self.index_dir, readonly=True)
+            version = self._store.data_version()
+            if self._decided is None or self._decided[0] != version:
+                self._decided = (version, decide(stored_identity(self._store), identity))
+            return self._decided[1]
+
+    def progress(self) -> tuple[int, int]:
+        """(chunks with a vector of this identity, chunks) while vectors are being built."""
+        identity = self.identity()
+        with self._lock:
+            if identity is None or self._store is None:
+                return 0, 0
+            return self._store.vector_count(identity.key()), self._store.counts()[1]
+
+    def availability(self) -> VectorAvailability:
+        provider = self.provider
+        if provider.embedder is None:
+            return VectorAvailability(
+                False, provider.reason, provider.fix, provider_failed=provider.state != "off"
+            )
+        try:
+            decision = self.decision()
+        except EmbeddingError as exc:
+            return VectorAvailability(False, exc.reason, exc.fix or "", provider_failed=True)
+        if decision is None:
+            return VectorAvailability(False, NOT_INDEXED, NOT_INDEXED_FIX)
+        if decision.action == "serve":
+            return VectorAvailability(True)
+        if decision.action == "pause":
+            return VectorAvailability(False, decision.reason, decision.fix)
+        # fresh (first build) or reembed (prefixes changed): vectors are on their way.
+        done, total = self.progress()
+        percent = 100 * done // max(total, 1)
+        return VectorAvailability(
+            False, f"embeddings are being built ({percent}%); keyword results meanwhile"
+        )
+
+    def search(self, query: str, k: int) -> dict[int, float]:
+        embedder = self.provider.embedder
+        if embedder is None:
+            raise EmbeddingError(self.provider.reason, self.provider.fix)
+        vector = embedder.embed([embedder.query_text(query)], kind="query")[0]
+        return self.vectors.search(vector, k, embedder.identity.key())
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None

@@ -1,0 +1,194 @@
+"""The app's link to its Memory: background syncs, status polls and what the status bar shows.
+
+The session runs syncs and the watcher on its own threads and reports through a listener;
+this turns each report into a message on the app's queue, so the app's state only ever
+changes on its own thread.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+from textual.timer import Timer
+
+from apus.config import SettingsSource
+from apus.index.status import EmbeddingsState, IndexStatus
+from apus.memory import Memory
+from apus.memory.session import MemoryEvent, WatchStopped
+from apus.memory.sync_queue import SyncFinished, SyncProgressed, SyncStarted
+from apus.search.engine import LegReport
+from apus.tui.errors import error_text
+from apus.tui.format import plural
+from apus.tui.state import BackgroundWork, VectorEvidence, provider_view
+
+if TYPE_CHECKING:
+    from apus.tui.app import ApusApp
+
+# The status bar re-reads the index status this often; it mostly matters while another
+# process rebuilds the vectors (this app's own indexing reports progress directly).
+STATUS_POLL_S = 30.0
+
+
+@dataclass
+class MemoryEventMessage(Message, namespace="live"):
+    """Something happened in the session's background work (posted from its threads)."""
+
+    event: MemoryEvent
+
+    def can_replace(self, message: Message) -> bool:
+        # Only progress may be dropped for newer progress of the same phase.
+        return (
+            isinstance(message, MemoryEventMessage)
+            and isinstance(message.event, SyncProgressed)
+            and isinstance(self.event, SyncProgressed)
+            and message.event.progress.phase == self.event.progress.phase
+        )
+
+
+@dataclass
+class StatusLoaded(Message, namespace="live"):
+    status: IndexStatus
+
+
+class LiveMemory:
+    """Opens the app's Memory on a vault, keeps it live, and mirrors it into the app's state."""
+
+    def __init__(self, app: ApusApp) -> None:
+        self.app = app
+        self.memory: Memory | None = None
+        self._embeddings: EmbeddingsState | None = None
+        self._status_at = 0.0
+        self._evidence: VectorEvidence | None = None
+        self._embed_warning = ""
+        self._phase = ""
+        self._poll: Timer | None = None
+
+    # -- opening and closing ----------------------------------------------------------------
+
+    def open(self, source: SettingsSource, *, watch: bool | None) -> Memory:
+        self.close()
+        memory = Memory(source)
+        memory.subscribe(lambda event: self.app.post_message(MemoryEventMessage(event)))
+        self.memory = memory
+        self._embeddings = None
+        self._evidence = None
+        self._show_provider()
+        self.app.background = BackgroundWork("Checking for changes", "scan")
+        memory.start_live(watch=watch)
+        self.refresh_status()
+        self._poll = self.app.set_interval(STATUS_POLL_S, self.refresh_status, name="status-poll")
+        return memory
+
+    def close(self) -> None:
+        """Stop background work (a running sync keeps what it committed) and close."""
+        if self._poll is not None:
+            self._poll.stop()
+            self._poll = None
+        self.app.workers.cancel_group(self.app, "status")
+        if self.memory is not None:
+            self.memory.close()
+            self.memory = None
+        self.app.background = None
+
+    # -- syncing -----------------------------------------------------------------------------
+
+    def request_sync(self, *, force: bool = False, reembed: bool = False) -> None:
+        if self.memory is None:
+            return
+        queue = self.memory.syncs
+        if queue is not None and queue.idle:
+            label = "Re-embedding every passage" if reembed else "Checking for changes"
+            self.app.background = BackgroundWork(label, "embed" if reembed else "scan")
+        self.memory.request_sync(force=force, reembed=reembed)
+
+    @property
+    def syncing(self) -> bool:
+        queue = self.memory.syncs if self.memory is not None else None
+        return queue is not None and not queue.idle
+
+    def on_event(self, event: MemoryEvent) -> None:
+        if isinstance(event, SyncStarted):
+            self._phase = ""
+        elif isinstance(event, SyncProgressed):
+            self._progressed(event)
+        elif isinstance(event, SyncFinished):
+            self._finished(event)
+        elif isinstance(event, WatchStopped):
+            self.app.notify(
+                f"Live updates stopped ({error_text(event.error)}). Ctrl+R still indexes.",
+                severity="warning",
+            )
+
+    def _progressed(self, event: SyncProgressed) -> None:
+        progress = event.progress
+        if progress.phase == "embed" and self._phase != "embed":
+            # Keyword data is committed: searches can see the new notes already.
+            self.app.index_generation += 1
+        self._phase = progress.phase
+        self.app.background = BackgroundWork(
+            progress.label, progress.phase, progress.done, progress.total, progress.eta_seconds
+        )
+
+    def _finished(self, event: SyncFinished) -> None:
+        self.app.background = None
+        if event.busy:
+            self.app.background = BackgroundWork(
+                "Waiting for another apus to finish indexing", "busy"
+            )
+        elif event.error is not None:
+            self.app.notify(
+                error_text(event.error), title="Indexing failed", severity="error", timeout=8
+            )
+        elif event.report is not None:
+            report = event.report
+            if report.changed_anything:
+                self.app.index_generation += 1
+            self._warn_about_embeddings(report.embedding.message())
+            self.app.sync_report = report
+        self.refresh_status()
+
+    def _warn_about_embeddings(self, message: str) -> None:
+        """Only a failure of embeddings that were working is news; a missing model or
+        provider = none is already in the status bar."""
+        expected = self._embeddings is not None and self._embeddings.state in (
+            "ready",
+            "rebuilding",
+        )
+        if message and expected and message != self._embed_warning:
+            self.app.notify(message, title="Embeddings", severity="warning")
+        self._embed_warning = message
+
+    # -- status ------------------------------------------------------------------------------
+
+    def refresh_status(self) -> None:
+        if self.memory is not None:
+            self.app.run_worker(
+                self._load_status, thread=True, exclusive=True, group="status", exit_on_error=False
+            )
+
+    def _load_status(self) -> None:
+        memory = self.memory
+        if memory is not None:
+            self.app.post_message(StatusLoaded(memory.status()))
+
+    def on_status(self, status: IndexStatus) -> None:
+        self._embeddings = status.embeddings
+        self._status_at = time.monotonic()
+        self.app.counts = (
+            f"{plural(status.files, 'note')} · {plural(status.chunks, 'chunk')}"
+            if status.indexed
+            else "not indexed yet"
+        )
+        self._show_provider()
+
+    def note_vector_leg(self, report: LegReport) -> None:
+        """A hybrid search just showed whether embeddings answer; the status bar follows."""
+        self._evidence = VectorEvidence(report, time.monotonic())
+        self._show_provider()
+
+    def _show_provider(self) -> None:
+        self.app.provider = provider_view(self._embeddings, self._status_at, self._evidence)
+

@@ -18,10 +18,12 @@ run: $(STAMP)
 	$(BIN)/apus --vault assets/sample-vault
 
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests packaging
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) build dist

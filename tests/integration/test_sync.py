@@ -20,8 +20,8 @@ from apus.config import Settings
 from apus.errors import IndexBusyError
 from apus.index.keyword import STAMP_FILE, KeywordIndex
 from apus.index.lock import WriterLock
-from apus.index.status import collect_status
 from apus.index.progress import SyncProgress
+from apus.index.status import collect_status
 from apus.search.engine import Searcher
 
 from .helpers import (

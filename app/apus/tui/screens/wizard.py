@@ -41,7 +41,7 @@ from apus.first_run import (
     save_choices,
 )
 from apus.index.sync import SyncReport
-from apus.tui.errors import error_text
+from apus.tui.errors import error_text, notify_worker_error
 from apus.tui.format import eta_text, home_relative
 from apus.tui.state import BackgroundWork
 from apus.tui.widgets.folder_chooser import FolderChooser
@@ -437,14 +437,11 @@ class SetupScreen(Screen[SetupChoices | None]):
         self.query_one("#next", Button).focus()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "download" and event.state in (
-            WorkerState.SUCCESS,
-            WorkerState.ERROR,
-            WorkerState.CANCELLED,
-        ):
-            self._download_finished(event.worker)
-        elif event.state == WorkerState.ERROR and event.worker.group != "download":
-            self.notify(error_text(event.worker.error), severity="error")
+        if event.worker.group == "download":
+            if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+                self._download_finished(event.worker)
+        elif event.state == WorkerState.ERROR:
+            notify_worker_error(self.app, event.worker)
 
 
 def _initial_provider(settings: Settings | None) -> ProviderChoice:

@@ -191,4 +191,3 @@ class LiveMemory:
 
     def _show_provider(self) -> None:
         self.app.provider = provider_view(self._embeddings, self._status_at, self._evidence)
-

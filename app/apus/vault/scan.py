@@ -69,6 +69,20 @@ def is_note_name(name: str) -> bool:
     return name.lower().endswith(NOTE_SUFFIXES)
 
 
+def printable_name(name: str) -> str:
+    """A file name as text that can be stored and shown: bytes that are not UTF-8 (which
+    os.scandir hands over as lone surrogates) become `\\xNN` escapes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _too_large(size: int, limit: int) -> str:
     return f"larger than {human_size(limit)} limit ({human_size(size)})"
 
@@ -246,6 +260,16 @@ class _Walk:
             if not is_dir and not is_note_name(name):
                 continue
             if self.rules.ignores(rel_path, name, is_dir=is_dir):
+                continue
+            if not _is_utf8(name):
+                # The store keeps paths as UTF-8 text: such a name cannot be one of its keys.
+                kind = "folder" if is_dir else "file"
+                self.skipped.append(
+                    SkippedFile(
+                        printable_name(rel_path),
+                        f"{kind} name is not valid UTF-8 (rename it to index it)",
+                    )
+                )
                 continue
             if is_link:
                 target = os.path.realpath(entry.path)

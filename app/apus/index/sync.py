@@ -112,6 +112,7 @@ class Indexer:
         report = SyncReport()
         emit = progress or (lambda _event: None)
         with WriterLock(self.index_dir, self.vault):
+            Store.set_aside_if_damaged(self.index_dir, thorough=force)
             store = Store(self.index_dir)
             keyword = KeywordIndex(self.index_dir)
             try:

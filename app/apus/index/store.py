@@ -74,6 +74,7 @@ _REBUILD_FIX = (
 )
 # What a store's `set_aside` meta records: where the damaged database went, and why.
 _SET_ASIDE_KEY = "store.set_aside"
+_HIGHEST_CHUNK_KEY = "chunks.highest_id"
 
 
 class IndexWriteError(ApusError):
@@ -267,6 +268,13 @@ class Store:
             self._db.execute("PRAGMA foreign_keys = ON")
             if not readonly:
                 self._migrate()
+                # Names this database: vectors.faiss records it, so a store rebuilt after
+                # damage (whose chunk ids start again from 1) never inherits old vectors.
+                with self._db:
+                    self._db.execute(
+                        "INSERT OR IGNORE INTO meta(key, value) "
+                        "VALUES ('store_id', lower(hex(randomblob(16))))"
+                    )
         except sqlite3.DatabaseError as exc:  # what the cursors leave as it is (a lock)
             raise IndexCorruptError(
                 f"The index database {self.path} cannot be read ({exc}).", fix=_REBUILD_FIX
@@ -334,6 +342,10 @@ class Store:
             return None
         record = json.loads(raw)
         return SetAside(Path(record["moved_to"]), str(record["reason"]))
+
+    def store_id(self) -> str:
+        """A random name given to this database when it was created ("" if older)."""
+        return self.get_meta("store_id", "") or ""
 
     # -- schema -------------------------------------------------------------------------
 
@@ -426,11 +438,13 @@ class Store:
         )
         file_id = int(cursor.lastrowid or 0)
         chunk_ids: list[int] = []
+        next_id = self._next_chunk_id()
         for chunk in new.chunks:
             cur = self._db.execute(
-                "INSERT INTO chunks(file_id, ordinal, start_line, end_line, heading, text, tokens)"
-                " VALUES (?,?,?,?,?,?,?)",
+                "INSERT INTO chunks(id, file_id, ordinal, start_line, end_line, heading, text, "
+                "tokens) VALUES (?,?,?,?,?,?,?,?)",
                 (
+                    next_id + len(chunk_ids),
                     file_id,
                     chunk.ordinal,
                     chunk.start_line,
@@ -441,7 +455,17 @@ class Store:
                 ),
             )
             chunk_ids.append(int(cur.lastrowid or 0))
+        if chunk_ids:
+            self.set_meta(_HIGHEST_CHUNK_KEY, str(chunk_ids[-1]))
         return file_id, chunk_ids
+
+    def _next_chunk_id(self) -> int:
+        """Chunk ids are never given twice: SQLite would hand out the ids of the highest
+        rows again once they are deleted (edit the newest note), and vectors.faiss, which
+        keeps vectors by chunk id, would then answer with the old text's vector."""
+        highest = self._db.execute("SELECT MAX(id) FROM chunks").fetchone()[0] or 0
+        given = int(self.get_meta(_HIGHEST_CHUNK_KEY, "0") or 0)
+        return max(int(highest), given) + 1
 
     def delete_files(self, file_ids: Iterable[int]) -> None:
         self._db.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in file_ids])

@@ -101,11 +101,23 @@ def vault_key(vault: Path) -> str:
     return hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:16]
 
 
+class IndexFolderError(ApusError):
+    """Something that is not a folder stands where an index folder must be."""
+
+
 def index_dir(vault: Path, override: str | os.PathLike[str] | None = None) -> Path:
-    """The folder holding one vault's SQLite store and derived indexes."""
-    if override:
-        return Path(override).expanduser()
-    return data_dir() / "indexes" / vault_key(vault)
+    """The folder holding one vault's SQLite store and derived indexes.
+
+    Raises IndexFolderError when a file (or anything but a folder) is in its place: it is
+    not Apus's to remove, and every command would otherwise fail on it in its own way.
+    """
+    path = Path(override).expanduser() if override else data_dir() / "indexes" / vault_key(vault)
+    if os.path.lexists(path) and not path.is_dir():
+        raise IndexFolderError(
+            f"The index folder {path} is not a folder (a file is in its place).",
+            fix="move that file elsewhere (Apus does not delete it), then run `apus memory index`",
+        )
+    return path
 
 
 def _shipped_dir(name: str) -> Path:

@@ -8,6 +8,7 @@ tomlkit so a user's comments survive the setup wizard.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import os
 import re
@@ -22,6 +23,7 @@ from pydantic.alias_generators import to_camel
 
 from apus import paths
 from apus.errors import ConfigError
+from apus.notes_folder import VaultMissingError, check_vault
 
 ProviderName = Literal["auto", "local", "openai-compatible", "ollama", "lmstudio", "none"]
 ENV_PREFIX = "APUS_"
@@ -129,13 +131,22 @@ class Settings(_Section):
         return self.memory.search
 
     def vault_path(self) -> Path:
-        """The configured vault, or a ConfigError that says how to pick one."""
+        """The configured vault, checked (a VaultError says what is wrong with it), or a
+        ConfigError that says how to pick one."""
         if not self.vault:
             raise ConfigError(
                 "No notes folder is configured.",
                 fix="apus --vault PATH ...  (or run `apus setup`)",
             )
-        return Path(self.vault).expanduser().resolve()
+        try:
+            return check_vault(self.vault)
+        except VaultMissingError:
+            # A vault indexed before it went away (an unplugged drive, a network share) is
+            # still searched from its index; indexing it says the folder is missing.
+            path = Path(os.path.abspath(os.path.expanduser(self.vault)))
+            if paths.index_dir(path, self.search.store.path or None).is_dir():
+                return path
+            raise
 
     def index_dir(self) -> Path:
         return paths.index_dir(self.vault_path(), self.search.store.path or None)
@@ -157,13 +168,8 @@ def load_settings(
     layers: dict[str, Any] = {}
     file_text = ""
     if file.is_file():
-        file_text = file.read_text(encoding="utf-8")
-        try:
-            _deep_merge(layers, tomllib.loads(file_text))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(
-                f"{file} is not valid TOML: {exc}", fix=f"edit {file} (or delete it)"
-            ) from exc
+        file_text = _read_config_text(file)
+        _merge_config(layers, file, file_text)
         _validate(layers, source=str(file), file_text=file_text)
     env_layer = _environment_layer(env)
     _deep_merge(layers, env_layer)
@@ -172,6 +178,46 @@ def load_settings(
         if value is not None:
             _deep_merge(layers, _nest(dotted.split("."), value))
     return _validate(layers, source="the command line", file_text="")
+
+
+def _read_config_text(file: Path) -> str:
+    """config.toml as text. TOML is UTF-8; a UTF-8 BOM (some Windows editors write one)
+    is dropped, anything else that is not UTF-8 is a ConfigError naming the encoding."""
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"{file} cannot be read ({exc.strerror or exc}).",
+            fix=f"make it readable (chmod u+r {file}), or point APUS_CONFIG elsewhere",
+        ) from exc
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise ConfigError(
+            f"{file} is saved as UTF-16; TOML files must be UTF-8.",
+            fix=f"save {file} again with the UTF-8 encoding",
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{file} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}).",
+            fix=f"save {file} again with the UTF-8 encoding",
+        ) from exc
+
+
+def _merge_config(layers: dict[str, Any], file: Path, text: str) -> None:
+    try:
+        _deep_merge(layers, tomllib.loads(text))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{file} is not valid TOML: {exc}", fix=f"edit {file} (or delete it)"
+        ) from exc
+    except RecursionError as exc:
+        # tomllib and the merge recurse once per level: thousands of levels end the stack.
+        raise ConfigError(
+            f"{file} nests arrays or tables too deeply to read.",
+            fix=f"edit {file}: no Apus setting nests more than a few levels",
+        ) from exc
 
 
 def _validate(data: dict[str, Any], *, source: str, file_text: str) -> Settings:
@@ -264,7 +310,7 @@ def _parse_env_value(raw: str) -> Any:
     """TOML syntax when it parses (numbers, booleans, lists), else the plain string."""
     try:
         return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return raw
 
 
@@ -289,7 +335,7 @@ def _deep_merge(into: dict[str, Any], new: Mapping[str, Any]) -> None:
 def update_config_file(updates: Mapping[str, Any], *, config_file: Path | None = None) -> Path:
     """Set dotted keys in config.toml, keeping the user's comments and layout."""
     file = config_file or paths.config_file()
-    document = tomlkit.parse(file.read_text(encoding="utf-8")) if file.is_file() else None
+    document = tomlkit.parse(_read_config_text(file)) if file.is_file() else None
     if document is None:
         document = tomlkit.document()
         document.add(tomlkit.comment("Apus configuration. Reference: see the README."))
@@ -317,7 +363,7 @@ class SettingsSource:
     and a detached child process gets the same one back through its arguments."""
 
     config_file: Path | None = None
-    vault: Path | None = None
+    vault: str | Path | None = None  # as typed; checked when the settings are used
     overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -328,8 +374,13 @@ class SettingsSource:
     def load(self) -> Settings:
         overrides = dict(self.overrides)
         if self.vault is not None:
-            overrides["vault"] = str(self.vault.expanduser().resolve())
+            raw = str(self.vault)
+            if not raw.strip():
+                check_vault(raw)  # says that an empty path names no folder
+            # Absolute, symlinks kept: the check of the folder (loops, permissions) comes
+            # when it is used, and says what is wrong with it.
+            overrides["vault"] = os.path.abspath(os.path.expanduser(raw))
         return load_settings(config_file=self.file, overrides=overrides)
 
-    def with_vault(self, vault: Path) -> SettingsSource:
+    def with_vault(self, vault: str | Path) -> SettingsSource:
         return dataclasses.replace(self, vault=vault)

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
 import warnings
 from pathlib import Path
 
 import platformdirs
+
+from apus.errors import ApusError
 
 APP_NAME = "apus"
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -45,26 +48,51 @@ def models_dir() -> Path:
     return cache_dir() / "models"
 
 
+class RuntimeDirError(ApusError):
+    """Neither the runtime folder nor its fallback can be made private to this user."""
+
+
 def runtime_dir() -> Path:
-    """Per-user runtime files (the managed server's state file); private to the user."""
-    with warnings.catch_warnings():
-        # Without XDG_RUNTIME_DIR platformdirs warns and uses /tmp/runtime-<uid>: fine for us.
-        warnings.simplefilter("ignore")
-        path = platformdirs.user_runtime_path(APP_NAME)
+    """Per-user runtime files (the managed server's state file); private to the user.
+
+    The XDG runtime folder when it is ours and private; else `run` in the state folder.
+    Without XDG_RUNTIME_DIR, platformdirs picks `runtime-<uid>` in the temporary folder,
+    a name another user can create first: it raises PermissionError then, and a folder
+    someone else controls must not hold the server's key either way.
+    """
     try:
+        with warnings.catch_warnings():
+            # platformdirs warns when it falls back from XDG_RUNTIME_DIR: we have our own.
+            warnings.simplefilter("ignore")
+            path = platformdirs.user_runtime_path(APP_NAME)
         _make_private_dirs(path)
     except OSError:
-        # No usable XDG_RUNTIME_DIR (e.g. a bare container): fall back to the state dir.
         path = platformdirs.user_state_path(APP_NAME) / "run"
-        _make_private_dirs(path)
+        try:
+            _make_private_dirs(path)
+        except OSError as exc:
+            raise RuntimeDirError(
+                f"No private folder for Apus's runtime files: {exc}.",
+                fix=f"set XDG_RUNTIME_DIR to a folder only you can open (mode 0700), "
+                f"or remove {path}",
+            ) from exc
     return path
 
 
 def _make_private_dirs(path: Path) -> None:
-    """Create missing folders as 0700: platformdirs ignores a runtime dir others can read."""
+    """Create missing folders as 0700, then make sure the last one is ours and private."""
     for folder in [*reversed(path.parents), path]:
         if not folder.exists():
             folder.mkdir(mode=0o700)
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise PermissionError(f"{path} is not a plain folder")
+    if not hasattr(os, "geteuid"):
+        return  # Windows: per-user folders are protected by their ACLs
+    if info.st_uid != os.geteuid():
+        raise PermissionError(f"{path} belongs to another user (uid {info.st_uid})")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        path.chmod(0o700)  # ours, made by an older Apus or a umask: close it
 
 
 def vault_key(vault: Path) -> str:
@@ -73,11 +101,23 @@ def vault_key(vault: Path) -> str:
     return hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:16]
 
 
+class IndexFolderError(ApusError):
+    """Something that is not a folder stands where an index folder must be."""
+
+
 def index_dir(vault: Path, override: str | os.PathLike[str] | None = None) -> Path:
-    """The folder holding one vault's SQLite store and derived indexes."""
-    if override:
-        return Path(override).expanduser()
-    return data_dir() / "indexes" / vault_key(vault)
+    """The folder holding one vault's SQLite store and derived indexes.
+
+    Raises IndexFolderError when a file (or anything but a folder) is in its place: it is
+    not Apus's to remove, and every command would otherwise fail on it in its own way.
+    """
+    path = Path(override).expanduser() if override else data_dir() / "indexes" / vault_key(vault)
+    if os.path.lexists(path) and not path.is_dir():
+        raise IndexFolderError(
+            f"The index folder {path} is not a folder (a file is in its place).",
+            fix="move that file elsewhere (Apus does not delete it), then run `apus memory index`",
+        )
+    return path
 
 
 def _shipped_dir(name: str) -> Path:

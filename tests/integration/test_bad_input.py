@@ -162,3 +162,24 @@ def test_unreadable_file_and_folder_are_counted_not_fatal(tmp_path: Path) -> Non
     finally:
         locked_dir.chmod(0o755)
         locked_file.chmod(0o644)
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_indexed(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write_note(vault, "ok.md", "# Ok\n\nThe ocelot prowls.\n")
+    with open(os.path.join(os.fsencode(vault), b"bad\xff.md"), "wb") as handle:
+        handle.write(b"# Bad\n\nThe bongo hides.\n")
+    before = vault_digest(vault)
+
+    indexed = run_apus("--vault", vault, "memory", "index")
+    assert "bad\\xff.md: file name is not valid UTF-8" in indexed.stdout
+
+    status = run_json("--vault", vault, "memory", "status", "--json")
+    assert status["files"] == 1
+    assert status["skipped"] == [
+        {"path": "bad\\xff.md", "reason": "file name is not valid UTF-8 (rename it to index it)"}
+    ]
+    assert "bad\\xff.md" in run_apus("--vault", vault, "memory", "status").stdout
+    found = run_json("--vault", vault, "memory", "search", "--json", "ocelot")
+    assert [hit["path"] for hit in found["results"]] == ["ok.md"]
+    assert vault_digest(vault) == before

@@ -122,6 +122,7 @@ def test_cached_lengths_stay_right_across_incremental_updates(tmp_path: Path) ->
     # One KeywordIndex keeps its per-segment length cache from search to search while
     # syncs add segments and delete documents; its answers must stay Whoosh's.
     vault = tmp_path / "vault"
+    vault.mkdir()  # the index location is asked for before the first note is written
     rng = random.Random(5)
     settings = make_settings(vault)
     keyword = KeywordIndex(settings.index_dir())

@@ -14,7 +14,8 @@ from apus.config import SettingsSource
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--vault",
-    type=click.Path(file_okay=False, path_type=Path),
+    # Kept as typed: the domain checks it and says what is wrong ('' is not ".").
+    type=str,
     envvar="APUS_VAULT",
     help="Notes folder for this run (default: `vault` in config.toml). Env: APUS_VAULT.",
 )
@@ -27,7 +28,7 @@ from apus.config import SettingsSource
 )
 @click.version_option(__version__, "-V", "--version", prog_name="apus")
 @click.pass_context
-def main(ctx: click.Context, vault: Path | None, config_file: Path | None) -> None:
+def main(ctx: click.Context, vault: str | None, config_file: Path | None) -> None:
     """Apus: search a folder of Markdown notes by meaning and by exact words, offline.
 
     Run `apus` alone to open the app, or use the commands below from a shell or a script

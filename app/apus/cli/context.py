@@ -10,6 +10,7 @@ import click
 
 from apus.config import SettingsSource
 from apus.errors import ApusError
+from apus.terminal_text import terminal_safe
 
 T = TypeVar("T")
 
@@ -25,9 +26,10 @@ def run_guarded(action: Callable[[], T]) -> T:
     try:
         return action()
     except ApusError as exc:
-        click.secho(f"Error: {exc.message}", fg="red", err=True)
+        # Messages carry paths and names from the vault: shown, never obeyed.
+        click.secho(f"Error: {terminal_safe(exc.message)}", fg="red", err=True)
         if exc.fix:
-            click.echo(f"Fix: {exc.fix}", err=True)
+            click.echo(f"Fix: {terminal_safe(exc.fix)}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)

@@ -92,26 +92,43 @@ def _embeddings_incomplete(settings: Settings, report: SyncReport) -> bool:
 
 
 def _print_index_report(settings: Settings, report: SyncReport) -> None:
+    say = _safe_echo
+    if report.store_set_aside is not None:
+        moved = report.store_set_aside
+        say(
+            f"The index database was damaged ({moved.reason}); it was moved to "
+            f"{moved.moved_to} and rebuilt from your notes.",
+            fg="yellow",
+        )
     if report.cancelled:
-        click.echo("Stopped. Work done so far is saved; run the same command to continue.")
+        say("Stopped. Work done so far is saved; run the same command to continue.")
         return
-    click.echo(
+    say(
         f"Indexed {settings.vault_path()}: {report.files} notes, {report.chunks} chunks "
         f"({report.added} new, {report.changed} changed, {report.renamed} renamed, "
         f"{report.removed} removed) in {report.seconds:.1f}s."
     )
     if report.embedded:
-        click.echo(f"Embedded {report.embedded} chunks.")
+        say(f"Embedded {report.embedded} chunks.")
+    if report.embedding.vectors_rebuilt:
+        say(f"Rebuilt the vector index from the store: {report.embedding.vectors_rebuilt}.")
     if report.embedding.reason:
-        click.secho(f"Embeddings: {report.embedding.reason}", fg="yellow")
+        say(f"Embeddings: {report.embedding.reason}", fg="yellow")
         if report.embedding.fix:
-            click.echo(f"Fix: {report.embedding.fix}")
+            say(f"Fix: {report.embedding.fix}")
     if report.skipped:
-        click.echo(f"Skipped {len(report.skipped)} file(s):")
+        say(f"Skipped {len(report.skipped)} file(s):")
         for item in report.skipped[:20]:
-            click.echo(f"  {item.rel_path}: {item.reason}")
+            say(f"  {item.rel_path}: {item.reason}")
         if len(report.skipped) > 20:
-            click.echo("  … see `apus memory status` for the full list")
+            say("  … see `apus memory status` for the full list")
+
+
+def _safe_echo(text: str, fg: str | None = None) -> None:
+    """Paths, titles and reasons come from notes: never let them steer the terminal."""
+    from apus.terminal_text import terminal_safe
+
+    click.secho(terminal_safe(text), fg=fg)
 
 
 @memory.command()
@@ -210,10 +227,10 @@ def recall(message: tuple[str, ...], as_json: bool) -> None:
             _json({"entries": [asdict(entry) for entry in entries]})
             return
         for entry in entries:
-            click.echo(
+            _safe_echo(
                 f"{entry.path}:{entry.start_line}-{entry.end_line}  {entry.score:.2f}  "
                 f"(trigger: {entry.trigger})"
             )
-            click.echo(f"    {entry.snippet}")
+            _safe_echo(f"    {entry.snippet}")
 
     run_guarded(body)

@@ -1,4 +1,9 @@
-"""Human-readable output of search results and status for the terminal."""
+"""Human-readable output of search results and status for the terminal.
+
+Everything that comes from notes, paths or providers goes through `terminal_safe` and into
+`Text` objects, never into markup: a title like `[link=...]` or one holding ESC is shown as
+written, not obeyed by the terminal.
+"""
 
 from __future__ import annotations
 
@@ -7,28 +12,40 @@ from rich.text import Text
 
 from apus.index.status import EmbeddingsState, IndexStatus
 from apus.search.engine import SearchResponse
+from apus.terminal_text import terminal_safe
 from apus.units import human_size
+
+
+def _line(*parts: str | tuple[str, str]) -> Text:
+    """A line of plain and (text, style) parts, each made safe to print."""
+    line = Text()
+    for part in parts:
+        text, style = (part, "") if isinstance(part, str) else part
+        line.append(terminal_safe(text), style=style)
+    return line
 
 
 def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
     console = Console(highlight=False)
     for name, leg in response.legs.items():
         if not leg.ran and leg.reason and "not requested" not in leg.reason:
-            console.print(f"[yellow]{name} search did not run: {leg.reason}[/yellow]")
+            console.print(_line((f"{name} search did not run: {leg.reason}", "yellow")))
     if not response.hits:
         console.print("No matches.")
         return
     for number, hit in enumerate(response.hits, start=1):
-        header = Text()
-        header.append(f"{number:>2}. ", style="dim")
-        header.append(hit.path, style="bold cyan")
-        header.append(f":{hit.start_line}-{hit.end_line}", style="cyan")
-        header.append(f"  {hit.score:.3f}", style="green")
-        header.append(f"  [{'+'.join(hit.legs)}]", style="dim")
+        header = _line(
+            (f"{number:>2}. ", "dim"),
+            (hit.path, "bold cyan"),
+            (f":{hit.start_line}-{hit.end_line}", "cyan"),
+            (f"  {hit.score:.3f}", "green"),
+            (f"  [{'+'.join(hit.legs)}]", "dim"),
+        )
         if hit.title:
-            header.append(f"  {hit.title}", style="bold")
+            header.append_text(_line((f"  {hit.title}", "bold")))
         console.print(header)
-        snippet = Text("    " + hit.snippet)
+        # One stand-in per character: the highlight offsets still point at the words.
+        snippet = Text("    " + terminal_safe(hit.snippet))
         for start, end in hit.highlights:
             snippet.stylize("bold yellow", start + 4, end + 4)
         console.print(snippet)
@@ -45,41 +62,50 @@ def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
 
 def print_status(report: IndexStatus) -> None:
     console = Console(highlight=False)
-    console.print(f"[bold]Vault[/bold]      {report.vault}")
-    console.print(f"[bold]Index[/bold]      {report.index_dir}")
+
+    def row(label: str, value: str) -> None:
+        console.print(_line((f"{label:<10}", "bold"), " ", value))
+
+    row("Vault", report.vault)
+    row("Index", report.index_dir)
     if not report.indexed:
         console.print("Not indexed yet. Run: apus memory index")
     else:
-        console.print(
-            f"[bold]Notes[/bold]      {report.files} files, {report.chunks} chunks, "
-            f"{human_size(report.index_bytes)} on disk"
+        row(
+            "Notes",
+            f"{report.files} files, {report.chunks} chunks, "
+            f"{human_size(report.index_bytes)} on disk",
         )
-        console.print(f"[bold]Last sync[/bold]  {report.last_sync or 'never'}")
-        console.print(f"[bold]Keyword[/bold]    {report.keyword}")
-    console.print(f"[bold]Provider[/bold]   {report.provider}")
+        row("Last sync", report.last_sync or "never")
+        row("Keyword", report.keyword)
+        if report.store_set_aside is not None:
+            moved = report.store_set_aside
+            row("Repaired", f"a damaged database ({moved.reason}) was moved to {moved.moved_to}")
+    row("Provider", report.provider)
     print_embeddings(console, report.embeddings)
     if report.skipped:
-        console.print(f"[bold]Skipped[/bold]    {len(report.skipped)} file(s)")
+        row("Skipped", f"{len(report.skipped)} file(s)")
         for item in report.skipped:
-            console.print(f"  {item.rel_path}: {item.reason}")
+            console.print(_line(f"  {item.rel_path}: {item.reason}"))
     if report.replaced_utf8:
-        console.print(
-            f"[bold]Note[/bold]       {len(report.replaced_utf8)} file(s) had invalid UTF-8 "
-            "(shown with replacement characters):"
+        row(
+            "Note",
+            f"{len(report.replaced_utf8)} file(s) had invalid UTF-8 "
+            "(shown with replacement characters):",
         )
         for path in report.replaced_utf8:
-            console.print(f"  {path}")
+            console.print(_line(f"  {path}"))
 
 
 def print_embeddings(console: Console, state: EmbeddingsState) -> None:
     line = state.state + (f": {state.reason}" if state.reason else "")
-    console.print(Text.assemble(("Embeddings", "bold"), " ", line))
+    console.print(_line(("Embeddings", "bold"), " ", line))
     if state.fix:
-        console.print(Text(f"  fix: {state.fix}"))
+        console.print(_line(f"  fix: {state.fix}"))
     details = state.as_dict()
     for key in ("state", "reason", "fix"):
         details.pop(key, None)
     if state.eta_seconds is not None:
         details["eta"] = f"{state.eta_seconds:.0f}s"
     for key, value in details.items():
-        console.print(Text(f"  {key}: {value}"))
+        console.print(_line(f"  {key}: {value}"))

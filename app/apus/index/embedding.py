@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -33,6 +33,7 @@ class EmbedOutcome:
     embedded: int = 0  # chunks the provider embedded (cache hits excluded)
     reason: str = ""
     fix: str = ""
+    vectors_rebuilt: str = ""  # why vectors.faiss was rebuilt from the store, if it was
 
     @property
     def ok(self) -> bool:
@@ -90,9 +91,12 @@ def run_embedding(
         with store.transaction():
             record_identity(store, identity)
     if complete or decision.action == "serve":
-        VectorIndex(index_dir).refresh(store, identity)
+        vectors = VectorIndex(index_dir)
+        vectors.refresh(store, identity)
+        if vectors.last_refresh.state == "rebuilt":
+            outcome = replace(outcome, vectors_rebuilt=vectors.last_refresh.reason)
     if outcome.state == "done" and cancel is not None and cancel.is_set() and not complete:
-        return EmbedOutcome("cancelled", outcome.embedded)
+        return replace(outcome, state="cancelled")
     return outcome
 
 

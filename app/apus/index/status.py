@@ -11,7 +11,7 @@ from typing import Any, Literal
 from apus.config import Settings
 from apus.embed.base import EmbeddingIdentity, ProbeResult
 from apus.index.keyword import KeywordIndex
-from apus.index.store import Store
+from apus.index.store import SetAside, Store
 from apus.vault.scan import SkippedFile
 
 EmbeddingsStateName = Literal["ready", "rebuilding", "keyword-only", "paused", "unavailable", "off"]
@@ -89,6 +89,7 @@ class IndexStatus:
     provider: str
     keyword: str  # "ready" or why not
     embeddings: EmbeddingsState = field(default_factory=lambda: EmbeddingsState("off"))
+    store_set_aside: SetAside | None = None  # a damaged database this index replaced
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +105,12 @@ class IndexStatus:
             "provider": self.provider,
             "keyword": self.keyword,
             "embeddings": self.embeddings.as_dict(),
+            "store_set_aside": None
+            if self.store_set_aside is None
+            else {
+                "moved_to": str(self.store_set_aside.moved_to),
+                "reason": self.store_set_aside.reason,
+            },
         }
 
 
@@ -134,6 +141,7 @@ def collect_status(settings: Settings, embeddings: EmbeddingsState | None = None
         files, chunks = store.counts()
         skipped = tuple(SkippedFile(p, r) for p, r in store.skipped())
         replaced = tuple(store.files_with_replaced_utf8())
+        set_aside = store.set_aside()
         last = store.get_meta("last_sync")
         generation = store.generation()
     finally:
@@ -161,6 +169,7 @@ def collect_status(settings: Settings, embeddings: EmbeddingsState | None = None
         index_bytes=size,
         last_sync=last_sync,
         keyword=keyword_text,
+        store_set_aside=set_aside,
         **base,
     )
 

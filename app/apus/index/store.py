@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 
-from apus.errors import IndexCorruptError
+from apus.errors import ApusError, IndexCorruptError
 from apus.vault.chunk import Chunk
 
 SCHEMA_VERSION = 1
@@ -64,6 +66,137 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     """,
 )
+
+
+_REBUILD_FIX = (
+    "apus memory index --force  (moves the damaged file aside and rebuilds the index "
+    "from your notes)"
+)
+# What a store's `set_aside` meta records: where the damaged database went, and why.
+_SET_ASIDE_KEY = "store.set_aside"
+_HIGHEST_CHUNK_KEY = "chunks.highest_id"
+
+
+class IndexWriteError(ApusError):
+    """The index could not be written: a full disk, an I/O error, a read-only folder."""
+
+
+def _user_error(exc: sqlite3.Error, path: Path) -> ApusError | None:
+    """The ApusError that says what an SQLite error means for the user; None for the
+    errors that are the code's own (a wrong query), which stay tracebacks."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = None if code is None else code & 0xFF  # extended codes keep it in the low byte
+    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        return IndexCorruptError(f"The index database {path} is damaged ({exc}).", _REBUILD_FIX)
+    if primary == sqlite3.SQLITE_FULL:
+        return IndexWriteError(
+            f"The disk holding the index {path.parent} is full.",
+            "free some space on it, then run the same command again (what was indexed is kept)",
+        )
+    if primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
+        return IndexWriteError(
+            f"The index database {path} cannot be read or written ({exc}).",
+            f"check that {path.parent} is a folder you can write to on a working disk",
+        )
+    return None
+
+
+def _raise_for_user(exc: sqlite3.Error, path: Path) -> NoReturn:
+    error = _user_error(exc, path)
+    if error is None:
+        raise exc
+    raise error from exc
+
+
+class _Cursor(sqlite3.Cursor):
+    """A cursor whose damaged-file, full-disk and I/O errors are ApusErrors: a damaged page
+    can be met by any query, and rows are read lazily, so every entry point translates."""
+
+    connection: _Connection
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            _raise_for_user(exc, self.connection.store_path)
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _Cursor:
+        try:
+            return super().executemany(sql, seq_of_parameters)
+        except sqlite3.Error as exc:
+            _raise_for_user(exc, self.connection.store_path)
+
+    def executescript(self, sql_script: str, /) -> _Cursor:
+        try:
+            return super().executescript(sql_script)
+        except sqlite3.Error as exc:
+            _raise_for_user(exc, self.connection.store_path)
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            _raise_for_user(exc, self.connection.store_path)
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            _raise_for_user(exc, self.connection.store_path)
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.Error as exc:
+            _raise_for_user(exc, self.connection.store_path)
+
+
+class _Connection(sqlite3.Connection):
+    """sqlite3.Connection with _Cursor everywhere (its shortcuts and commit included)."""
+
+    store_path: Path
+
+    def cursor(self, factory: Any = _Cursor) -> Any:
+        return super().cursor(factory)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> _Cursor:
+        return self.cursor().executemany(sql, parameters)
+
+    def executescript(self, sql_script: str, /) -> _Cursor:
+        return self.cursor().executescript(sql_script)
+
+    def commit(self) -> None:
+        try:
+            super().commit()
+        except sqlite3.Error as exc:
+            _raise_for_user(exc, self.store_path)
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        try:
+            return super().__exit__(*exc_info)
+        except sqlite3.Error as exc:
+            _raise_for_user(exc, self.store_path)
+
+
+def _connect(path: Path, *, readonly: bool) -> _Connection:
+    if readonly:
+        uri = f"{path.resolve().as_uri()}?mode=ro"
+        db = sqlite3.connect(uri, uri=True, check_same_thread=False, factory=_Connection)
+    else:
+        db = sqlite3.connect(path, check_same_thread=False, factory=_Connection)
+    db.store_path = path
+    return db
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A damaged database moved out of the way; the next open starts an empty store."""
+
+    moved_to: Path
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -122,13 +255,12 @@ class Store:
         self.path = index_dir / self.FILENAME
         self.readonly = readonly
         if not readonly:
-            index_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                index_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise _folder_error(index_dir, exc) from exc
         try:
-            if readonly:
-                uri = f"{self.path.resolve().as_uri()}?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
-            else:
-                self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._db = _connect(self.path, readonly=readonly)
             self._db.execute("PRAGMA busy_timeout = 10000")
             if not readonly:
                 self._db.execute("PRAGMA journal_mode = WAL")
@@ -136,10 +268,16 @@ class Store:
             self._db.execute("PRAGMA foreign_keys = ON")
             if not readonly:
                 self._migrate()
-        except sqlite3.DatabaseError as exc:
+                # Names this database: vectors.faiss records it, so a store rebuilt after
+                # damage (whose chunk ids start again from 1) never inherits old vectors.
+                with self._db:
+                    self._db.execute(
+                        "INSERT OR IGNORE INTO meta(key, value) "
+                        "VALUES ('store_id', lower(hex(randomblob(16))))"
+                    )
+        except sqlite3.DatabaseError as exc:  # what the cursors leave as it is (a lock)
             raise IndexCorruptError(
-                f"The index database {self.path} cannot be read ({exc}).",
-                fix="apus memory index --force",
+                f"The index database {self.path} cannot be read ({exc}).", fix=_REBUILD_FIX
             ) from exc
 
     @classmethod
@@ -162,6 +300,52 @@ class Store:
 
     def close(self) -> None:
         self._db.close()
+
+    # -- damage -------------------------------------------------------------------------
+
+    @classmethod
+    def set_aside_if_damaged(cls, index_dir: Path, *, thorough: bool = False) -> SetAside | None:
+        """Move a damaged database (with its -wal and -shm) aside; the caller then opens an
+        empty store and fills it from the notes, which are the truth it was derived from.
+
+        Always checked: that the database opens and its schema reads (a garbled header).
+        `thorough` adds `PRAGMA quick_check`, which reads every page (a truncated file, a
+        garbled page in the middle). Call it holding the writer lock. Returns what was
+        moved and why, also recorded in the new store's meta (`set_aside()`).
+        """
+        path = index_dir / cls.FILENAME
+        if not path.is_file():
+            return None
+        reason = _damage(path, thorough=thorough)
+        if reason is None:
+            return None
+        moved = SetAside(_move_aside(path), reason)
+        fresh = cls(index_dir)
+        try:
+            with fresh.transaction():
+                fresh.set_meta(
+                    _SET_ASIDE_KEY,
+                    json.dumps(
+                        {"moved_to": str(moved.moved_to), "reason": reason, "at": time.time()}
+                    ),
+                )
+                # A generation the derived indexes cannot already carry: they are rebuilt.
+                fresh.set_meta("generation", str(time.time_ns()))
+        finally:
+            fresh.close()
+        return moved
+
+    def set_aside(self) -> SetAside | None:
+        """The damaged database this store replaced, if it replaced one."""
+        raw = self.get_meta(_SET_ASIDE_KEY)
+        if not raw:
+            return None
+        record = json.loads(raw)
+        return SetAside(Path(record["moved_to"]), str(record["reason"]))
+
+    def store_id(self) -> str:
+        """A random name given to this database when it was created ("" if older)."""
+        return self.get_meta("store_id", "") or ""
 
     # -- schema -------------------------------------------------------------------------
 
@@ -254,11 +438,13 @@ class Store:
         )
         file_id = int(cursor.lastrowid or 0)
         chunk_ids: list[int] = []
+        next_id = self._next_chunk_id()
         for chunk in new.chunks:
             cur = self._db.execute(
-                "INSERT INTO chunks(file_id, ordinal, start_line, end_line, heading, text, tokens)"
-                " VALUES (?,?,?,?,?,?,?)",
+                "INSERT INTO chunks(id, file_id, ordinal, start_line, end_line, heading, text, "
+                "tokens) VALUES (?,?,?,?,?,?,?,?)",
                 (
+                    next_id + len(chunk_ids),
                     file_id,
                     chunk.ordinal,
                     chunk.start_line,
@@ -269,7 +455,17 @@ class Store:
                 ),
             )
             chunk_ids.append(int(cur.lastrowid or 0))
+        if chunk_ids:
+            self.set_meta(_HIGHEST_CHUNK_KEY, str(chunk_ids[-1]))
         return file_id, chunk_ids
+
+    def _next_chunk_id(self) -> int:
+        """Chunk ids are never given twice: SQLite would hand out the ids of the highest
+        rows again once they are deleted (edit the newest note), and vectors.faiss, which
+        keeps vectors by chunk id, would then answer with the old text's vector."""
+        highest = self._db.execute("SELECT MAX(id) FROM chunks").fetchone()[0] or 0
+        given = int(self.get_meta(_HIGHEST_CHUNK_KEY, "0") or 0)
+        return max(int(highest), given) + 1
 
     def delete_files(self, file_ids: Iterable[int]) -> None:
         self._db.executemany("DELETE FROM files WHERE id = ?", [(i,) for i in file_ids])
@@ -434,4 +630,63 @@ def _file_record(row: Sequence[object]) -> FileRecord:
         importance=None if row[7] is None else float(row[7]),  # type: ignore[arg-type]
         triggers=tuple(json.loads(str(row[8]))),
         chunking=str(row[9]),
+    )
+
+
+def _damage(path: Path, *, thorough: bool) -> str | None:
+    """Why the database at `path` is damaged, or None when it reads (or fails otherwise:
+    a locked or unreadable file is not damage, and opening it reports that)."""
+    try:
+        db = sqlite3.connect(path)
+    except sqlite3.Error:
+        return None
+    try:
+        db.execute("PRAGMA busy_timeout = 10000")
+        db.execute("PRAGMA user_version").fetchone()
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        if not thorough:
+            return None
+        problems = [str(row[0]) for row in db.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        return str(exc) if _is_damage(exc) else None
+    finally:
+        db.close()
+    if problems == ["ok"]:
+        return None
+    return f"quick_check: {problems[0]}" + (
+        f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    )
+
+
+def _is_damage(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename the database to `<name>.damaged-<time>` (its -wal/-shm alongside, first: a
+    journal left behind would be replayed into the fresh database)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    counter = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.damaged-{stamp}.{counter}")
+        counter += 1
+    for suffix in ("-wal", "-shm"):
+        companion = path.with_name(path.name + suffix)
+        if companion.exists():
+            os.replace(companion, target.with_name(target.name + suffix))
+    os.replace(path, target)
+    return target
+
+
+def _folder_error(index_dir: Path, exc: OSError) -> ApusError:
+    if index_dir.exists() and not index_dir.is_dir():
+        return IndexWriteError(
+            f"The index folder {index_dir} is a file, not a folder.",
+            "move that file elsewhere (Apus never deletes it), then run `apus memory index`",
+        )
+    return IndexWriteError(
+        f"Cannot create the index folder {index_dir} ({exc.strerror or exc}).",
+        "check that its parent folder is writable, or set memory.search.store.path",
     )

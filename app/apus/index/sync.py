@@ -22,7 +22,7 @@ from apus.index.embedding import EmbedOutcome, EmbedRequest, run_embedding
 from apus.index.keyword import KeywordIndex
 from apus.index.lock import WriterLock
 from apus.index.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
-from apus.index.store import ChunkRecord, FileRecord, NewFile, Store
+from apus.index.store import ChunkRecord, FileRecord, NewFile, SetAside, Store
 from apus.vault.chunk import CHUNKING_VERSION, chunk_note
 from apus.vault.dates import date_from_path
 from apus.vault.markdown import parse_note
@@ -57,6 +57,7 @@ class SyncReport:
     cancelled: bool = False
     seconds: float = 0.0
     embedding: EmbedOutcome = field(default_factory=lambda: EmbedOutcome("off"))
+    store_set_aside: SetAside | None = None  # a damaged database moved away and rebuilt
 
     @property
     def embedded(self) -> int:
@@ -83,7 +84,16 @@ class SyncReport:
             "state": self.embedding.state,
             "reason": self.embedding.reason,
             "fix": self.embedding.fix,
+            "vectors_rebuilt": self.embedding.vectors_rebuilt,
         }
+        data["store_set_aside"] = (
+            None
+            if self.store_set_aside is None
+            else {
+                "moved_to": str(self.store_set_aside.moved_to),
+                "reason": self.store_set_aside.reason,
+            }
+        )
         return data
 
 
@@ -233,6 +243,7 @@ class Indexer:
         report = SyncReport()
         emit = progress or ignore_progress
         with WriterLock(self.index_dir, self.vault):
+            report.store_set_aside = Store.set_aside_if_damaged(self.index_dir, thorough=force)
             store = Store(self.index_dir)
             keyword = KeywordIndex(self.index_dir)
             try:
@@ -351,7 +362,9 @@ class Indexer:
         force: bool,
     ) -> None:
         max_bytes = self.settings.search.sync.max_file_bytes
-        note = read_note_text(scanned.abs_path, max_file_bytes=max_bytes)
+        note = read_note_text(
+            scanned.abs_path, max_file_bytes=max_bytes, expected_identity=scanned.identity
+        )
         previous = plan.known.get(scanned.rel_path)
         if note.text is None:
             plan.skipped.append(SkippedFile(scanned.rel_path, note.skip_reason or "unreadable"))

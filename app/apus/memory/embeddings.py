@@ -55,6 +55,16 @@ def _semantic_state(
             "keyword-only", "not indexed yet", "apus memory index", identity, vectors
         )
     if decision.action == "serve":
+        health = leg.vectors.health(identity.key())
+        if not health.usable:
+            return EmbeddingsState(
+                "keyword-only",
+                f"vector search is unavailable: {health.reason}; the store still holds "
+                "every vector",
+                "apus memory index",
+                identity,
+                vectors,
+            )
         return EmbeddingsState("ready", identity=identity, vectors=vectors)
     if decision.action == "pause":
         return EmbeddingsState("paused", decision.reason, decision.fix, identity, vectors)

@@ -131,6 +131,8 @@ class Memory:
         keyword = response.legs.get("keyword")
         if keyword is not None and not keyword.ran and self._repair_keyword(searcher):
             response = searcher.search(query, options)
+        if searcher.vectors_need_repair():
+            self.request_sync()  # every vector is in the store: a sync rebuilds FAISS
         return response
 
     def search_stages(
@@ -140,6 +142,8 @@ class Memory:
         searcher = self.searcher()
         self._repair_keyword(searcher)
         yield from searcher.search_stages(query, options)
+        if searcher.vectors_need_repair():
+            self.request_sync()
 
     def recall(self, message: str) -> list[RecallEntry]:
         """Trigger recall over MEMORY.md / USER.md; vectors help when they can."""

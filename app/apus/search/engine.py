@@ -21,6 +21,7 @@ from apus.embed.base import EmbeddingError
 from apus.errors import ProviderUnavailableError
 from apus.index.keyword import KeywordIndex
 from apus.index.store import ChunkRecord, Store
+from apus.index.vectors import VectorIndexError
 from apus.search.hybrid import MergedScore, merge_legs
 from apus.search.mmr import mmr_order
 from apus.search.ranking import (
@@ -160,6 +161,7 @@ class Searcher:
         self._store_lock = threading.Lock()
         self._health: tuple[tuple[int, int | None], _KeywordHealth] | None = None
         self._damaged_stamp: int | None = None
+        self._vectors_damaged = False
         self._names: tuple[int, dict[str, list[int]]] | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
 
@@ -322,7 +324,15 @@ class Searcher:
             if self.strict:
                 raise self._unavailable(exc.reason, exc.fix or "") from exc
             return None, LegReport(False, exc.reason, exc.fix or "")
+        except VectorIndexError as exc:  # the FAISS file: a sync rebuilds it from the store
+            self._vectors_damaged = True
+            return None, LegReport(False, exc.message, exc.fix or "")
+        self._vectors_damaged = False
         return hits, LegReport(True, "", "", len(hits), (time.perf_counter() - started) * 1000)
+
+    def vectors_need_repair(self) -> bool:
+        """Whether the last vector search found vectors.faiss missing or damaged."""
+        return self._vectors_damaged
 
     def _unavailable(self, reason: str, fix: str) -> ProviderUnavailableError:
         """The one place where a failing provider becomes an error instead of a caveat."""

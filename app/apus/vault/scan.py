@@ -36,6 +36,8 @@ class ScannedFile:
     abs_path: Path
     size: int
     mtime_ns: int
+    # (st_dev, st_ino) of the file the scan approved: reading checks it is still that file.
+    identity: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,20 @@ class ScanCancelled(Exception):
 def is_note_name(name: str) -> bool:
     """True for file names with a note suffix (.md, .markdown, any case)."""
     return name.lower().endswith(NOTE_SUFFIXES)
+
+
+def printable_name(name: str) -> str:
+    """A file name as text that can be stored and shown: bytes that are not UTF-8 (which
+    os.scandir hands over as lone surrogates) become `\\xNN` escapes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _too_large(size: int, limit: int) -> str:
@@ -154,7 +170,6 @@ def _within(path: str, roots: Sequence[str]) -> bool:
 @dataclass(frozen=True)
 class _Found:
     file: ScannedFile
-    identity: tuple[int, int]
     via_symlink: bool
 
 
@@ -181,8 +196,10 @@ class _Walk:
         if st.st_size > self.max_file_bytes:
             self.skipped.append(SkippedFile(rel_path, _too_large(st.st_size, self.max_file_bytes)))
             return
-        scanned = ScannedFile(rel_path, Path(path), st.st_size, st.st_mtime_ns)
-        self.found.append(_Found(scanned, (st.st_dev, st.st_ino), via_symlink))
+        scanned = ScannedFile(
+            rel_path, Path(path), st.st_size, st.st_mtime_ns, (st.st_dev, st.st_ino)
+        )
+        self.found.append(_Found(scanned, via_symlink))
         if len(self.found) % PROGRESS_EVERY == 0:
             if self.on_progress is not None:
                 self.on_progress(len(self.found))
@@ -247,6 +264,16 @@ class _Walk:
                 continue
             if self.rules.ignores(rel_path, name, is_dir=is_dir):
                 continue
+            if not _is_utf8(name):
+                # The store keeps paths as UTF-8 text: such a name cannot be one of its keys.
+                kind = "folder" if is_dir else "file"
+                self.skipped.append(
+                    SkippedFile(
+                        printable_name(rel_path),
+                        f"{kind} name is not valid UTF-8 (rename it to index it)",
+                    )
+                )
+                continue
             if is_link:
                 target = os.path.realpath(entry.path)
                 if not _within(target, self.roots):
@@ -294,11 +321,11 @@ class _Walk:
     def result(self) -> ScanResult:
         # A file reached twice (a symlink, an extra path inside the vault) is kept once:
         # under its real path when it has one, then inside the vault, then first by name.
-        best: dict[tuple[int, int], _Found] = {}
+        best: dict[tuple[int, int] | None, _Found] = {}
         for found in self.found:
-            kept = best.get(found.identity)
+            kept = best.get(found.file.identity)
             if kept is None or _preference(found) < _preference(kept):
-                best[found.identity] = found
+                best[found.file.identity] = found
         files = sorted((found.file for found in best.values()), key=lambda f: f.rel_path)
         skipped = sorted(set(self.skipped), key=lambda s: (s.rel_path, s.reason))
         return ScanResult(files=files, skipped=skipped)
@@ -362,11 +389,19 @@ def scan_roots(
     return result
 
 
-def read_note_text(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> NoteText:
+def read_note_text(
+    path: Path,
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    expected_identity: tuple[int, int] | None = None,
+) -> NoteText:
     """Read and decode one note; problems become a `skip_reason`, never an exception.
 
     Invalid UTF-8 is replaced (U+FFFD) rather than skipped, so the rest of the note stays
-    searchable; `replaced_invalid_utf8` tells the caller to report it.
+    searchable; `replaced_invalid_utf8` tells the caller to report it. `expected_identity`
+    is the scan's `ScannedFile.identity`: the scan checked where that file lives, so a
+    different file opened under the same path (a symlink re-pointed outside the vault, a
+    folder swapped for a link) is skipped, not read.
     """
     try:
         # O_NONBLOCK: opening a FIFO named like a note must not hang the scan.
@@ -375,6 +410,8 @@ def read_note_text(path: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) 
         return NoteText(None, "", skip_reason=_os_reason(error))
     try:
         st = os.fstat(fd)
+        if expected_identity is not None and (st.st_dev, st.st_ino) != expected_identity:
+            return NoteText(None, "", skip_reason="replaced by another file while being indexed")
         if not stat.S_ISREG(st.st_mode):
             return NoteText(None, "", skip_reason="not a regular file")
         if st.st_size > max_file_bytes:

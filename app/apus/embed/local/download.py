@@ -95,7 +95,7 @@ def pull_model(
     with _locked(final, cancel):
         if final.is_file():
             try:
-                verify_model_file(final, manifest)
+                verify_model_file(final, manifest, rehash=True)
             except DownloadError:
                 pass  # quarantined by verify_model_file; fetch a good copy below
             else:
@@ -118,18 +118,20 @@ def pull_model(
         return final
 
 
-def verify_model_file(path: Path, manifest: ModelManifest, *, quarantine: bool = True) -> None:
+def verify_model_file(
+    path: Path, manifest: ModelManifest, *, quarantine: bool = True, rehash: bool = False
+) -> None:
     """Check size, GGUF magic and sha256; on mismatch quarantine the file and raise.
 
-    A successful check is remembered beside the file by (size, mtime), so it costs a hash of
-    the whole file only once.
+    A successful check is remembered beside the file by (size, mtime, ctime), so it costs a
+    hash of the whole file only once; `rehash` ignores that record (`models pull` does).
     """
     if not path.is_file():
         raise DownloadError(
             f"The model {manifest.name} is not downloaded ({path} is missing).",
             fix=f"apus models pull {manifest.name}",
         )
-    if _cached_verdict(path) == manifest.sha256:
+    if not rehash and _cached_verdict(path) == manifest.sha256:
         return
     try:
         _check(path, manifest, label=str(path), quarantine=quarantine)
@@ -291,21 +293,36 @@ def _verified_record(path: Path) -> Path:
 
 
 def _cached_verdict(path: Path) -> str | None:
-    """The sha256 recorded for this exact file (same size and mtime), if any."""
+    """The sha256 recorded for this exact file (same size, mtime and ctime), if any.
+
+    Size and mtime alone can be put back after the bytes change (`touch -d`, `cp -p`); the
+    ctime cannot, and any write, rename or utime moves it, so a verdict recorded before the
+    file's current ctime is never trusted.
+    """
     try:
         record = json.loads(_verified_record(path).read_text(encoding="utf-8"))
         stat = path.stat()
     except (OSError, ValueError):
         return None
-    if record.get("size") == stat.st_size and record.get("mtime_ns") == stat.st_mtime_ns:
-        sha = record.get("sha256")
-        return sha if isinstance(sha, str) else None
-    return None
+    if not isinstance(record, dict):
+        return None
+    same = (record.get("size"), record.get("mtime_ns"), record.get("ctime_ns")) == (
+        stat.st_size,
+        stat.st_mtime_ns,
+        stat.st_ctime_ns,
+    )
+    sha = record.get("sha256")
+    return sha if same and isinstance(sha, str) else None
 
 
 def _write_verified(path: Path, sha256: str) -> None:
     stat = path.stat()
-    record = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha256}
+    record = {
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "ctime_ns": stat.st_ctime_ns,
+        "sha256": sha256,
+    }
     target = _verified_record(path)
     tmp = target.with_name(target.name + ".tmp")
     with contextlib.suppress(OSError):  # a read-only folder only costs a re-hash next time

@@ -1,4 +1,5 @@
-"""sha256 of model files, remembered by (path, size, mtime) so a 300 MB file is hashed once."""
+"""sha256 of model files, remembered by (path, size, mtime, ctime) so a 300 MB file is hashed
+once (and again whenever its inode changes: size and mtime can be put back, ctime cannot)."""
 
 from __future__ import annotations
 
@@ -35,11 +36,17 @@ def cached_sha256(path: Path) -> str:
         isinstance(entry, dict)
         and entry.get("size") == stat.st_size
         and entry.get("mtime_ns") == stat.st_mtime_ns
+        and entry.get("ctime_ns") == stat.st_ctime_ns
         and isinstance(entry.get("sha256"), str)
     ):
         return str(entry["sha256"])
     digest = file_sha256(path)
-    entries[resolved] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
+    entries[resolved] = {
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "ctime_ns": stat.st_ctime_ns,
+        "sha256": digest,
+    }
     _save(entries)
     return digest
 

@@ -48,6 +48,13 @@ def status_content(status: IndexStatus, *, probing: bool = False) -> Content:
         )
         row("Last sync", status.last_sync or "never")
         row("Keyword", status.keyword, "$text-success" if status.keyword == "ready" else "")
+        if status.store_set_aside is not None:
+            moved = status.store_set_aside
+            row(
+                "Repaired",
+                f"a damaged database ({moved.reason}) was moved to {home_relative(moved.moved_to)}",
+                "$text-warning",
+            )
     row("Provider", status.provider)
     _embeddings_rows(status.embeddings, row)
     if probing:

@@ -45,13 +45,14 @@ class FakeService:
         self.requests: list[Recorded] = []
         self._scripted: list[tuple[str, Reply]] = []
         self._server: ThreadingHTTPServer | None = None
+        self._url = ""
         self._lock = threading.Lock()
 
     @property
     def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        """Where it listens (still known after `stop`, for checks made afterwards)."""
+        assert self._url, "start the fake first"
+        return self._url
 
     def answer(self, request: Recorded) -> Reply:
         raise NotImplementedError
@@ -73,6 +74,8 @@ class FakeService:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        host, port = self._server.server_address[:2]
+        self._url = f"http://{host}:{port}"
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
@@ -114,7 +117,7 @@ class FakeService:
         scripted = None
         with self._lock:
             self.requests.append(request)
-            for index, (marker, reply) in enumerate(self._scripted):
+            for index, (marker, _reply) in enumerate(self._scripted):
                 if marker in request.path:
                     scripted = self._scripted.pop(index)[1]
                     break

@@ -54,7 +54,7 @@ def _github_refused(response: httpx.Response, payload: Any) -> bool:
 @dataclass(frozen=True)
 class CopilotToken:
     value: str
-    expires_at: float  # unix seconds
+    renew_at: float  # unix seconds: a while before it expires, never past half its life
     api_url: str  # the Copilot API the exchange points at ("" when it names none we accept)
 
 
@@ -78,7 +78,7 @@ class CopilotSession:
     def token(self, deadline: Deadline) -> CopilotToken:
         with self._lock:
             current = self._token
-            if current is None or current.expires_at - time.time() < _RENEW_BEFORE_S:
+            if current is None or time.time() >= current.renew_at:
                 current = self._exchange(deadline)
                 self._token = current
             return current
@@ -106,7 +106,9 @@ class CopilotSession:
         self._transport.add_secret(token)
         endpoints = answer.get("endpoints")
         api = endpoints.get("api") if isinstance(endpoints, dict) else None
-        return CopilotToken(token, float(expires), _trusted_api(api))
+        now = time.time()
+        life = max(0.0, float(expires) - now)
+        return CopilotToken(token, now + life - min(_RENEW_BEFORE_S, life / 2), _trusted_api(api))
 
 
 def _trusted_api(url: Any) -> str:
@@ -144,14 +146,16 @@ class CopilotEmbeddingsClient(OpenAIEmbeddingsClient):
         super().close()
         self.session.close()
 
+    def _prepare(self, deadline: Deadline) -> None:
+        # Before batching: the model list may lower the batch size (limits.max_inputs).
+        if not self._model_checked:
+            self._check_model(self._auth_headers(deadline), deadline)
+
     def _auth_headers(self, deadline: Deadline) -> dict[str, str]:
         token = self.session.token(deadline)
         if not self._configured and token.api_url:
             self.base_url = token.api_url
-        headers = {"Authorization": f"Bearer {token.value}", **COPILOT_HEADERS}
-        if not self._model_checked:
-            self._check_model(headers, deadline)
-        return headers
+        return {"Authorization": f"Bearer {token.value}", **COPILOT_HEADERS}
 
     def _embed_batch(self, texts: list[str], *, kind: EmbedKind, deadline: Deadline) -> np.ndarray:
         try:

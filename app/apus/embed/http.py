@@ -83,6 +83,7 @@ class HttpEmbeddingClient:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         deadline = self.deadline(kind, timeout)
+        self._prepare(deadline)
         rows: list[np.ndarray] = []
         for indexes in batches(texts, max_items=self.batch_size, max_tokens=self.batch_tokens):
             chunk = [texts[i] for i in indexes]
@@ -94,6 +95,9 @@ class HttpEmbeddingClient:
 
     def _embed_batch(self, texts: list[str], *, kind: EmbedKind, deadline: Deadline) -> np.ndarray:
         raise NotImplementedError
+
+    def _prepare(self, deadline: Deadline) -> None:
+        """Work due before the first batch (a login, a model check); nothing by default."""
 
     def _auth_headers(self, deadline: Deadline) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}

@@ -309,7 +309,9 @@ def _line_of_key(text: str, dotted_key: str) -> int | None:
         if match:
             key = [part.strip().strip("\"'") for part in match.group(1).split(".")]
             full = ".".join(table + key).lower()
-            if full == target or target.startswith(full + "."):
+            # The key itself, a table value holding it, or (for an error about a whole table
+            # such as models.providers) the first key set inside it.
+            if full == target or target.startswith(full + ".") or full.startswith(target + "."):
                 return number
     return None
 

@@ -40,8 +40,9 @@ class Harness:
     answer: Callable[[list[list[float]]], Any]  # a success body carrying these vectors
     env: Callable[[FakeService, str], dict[str, str]]  # environment for a given key
 
-    def settings(self, fake: FakeService, **remote: Any) -> SearchSettings:
-        options = {"base_url": self.base_url(fake), **remote}
+    def settings(self, fake: FakeService | None = None, **remote: Any) -> SearchSettings:
+        """Settings that reach `fake` (or remote.base_url, when given instead)."""
+        options = {"base_url": self.base_url(fake) if fake else "", **remote}
         return SearchSettings(
             provider=self.provider,
             output_dimensionality=DIMS,

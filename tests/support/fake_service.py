@@ -33,7 +33,7 @@ class Recorded:
 
 @dataclass
 class Reply:
-    status: int
+    status: int  # 0: drop the connection without answering
     body: Any = None  # dict/list: JSON; str/bytes: sent as they are
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -122,6 +122,9 @@ class FakeService:
                     scripted = self._scripted.pop(index)[1]
                     break
         reply = scripted or self.answer(request)
+        if reply.status == 0:
+            handler.close_connection = True
+            return
         send(handler, reply)
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypedDict
 
 from apus.config import SearchSettings
-from apus.embed.base import EmbeddingUnavailable
+from apus.embed.base import EmbeddingUnavailable, EmbedKind
 from apus.embed.http import OllamaEmbeddingsClient, OpenAIEmbeddingsClient
 from apus.embed.prefixes import PrefixScheme, detect_family, scheme_for_family
 from apus.embed.remote import EmbeddingClient
@@ -101,16 +102,22 @@ def create_client(
     return client, scheme, dims
 
 
-def _budgets(settings: SearchSettings) -> dict[str, object]:
+class _Budgets(TypedDict):
+    timeout_s: float
+    batch_timeout_s: float
+    retry: RetryPolicy
+
+
+def _budgets(settings: SearchSettings) -> _Budgets:
     remote = settings.remote
-    return {
-        "timeout_s": remote.timeout_seconds,
-        "batch_timeout_s": remote.batch_timeout_seconds,
-        "retry": RetryPolicy(retries=remote.max_retries),
-    }
+    return _Budgets(
+        timeout_s=remote.timeout_seconds,
+        batch_timeout_s=remote.batch_timeout_seconds,
+        retry=RetryPolicy(retries=remote.max_retries),
+    )
 
 
-def _labels(settings: SearchSettings) -> dict[str, str]:
+def _labels(settings: SearchSettings) -> dict[EmbedKind, str]:
     return {"query": settings.query_input_type, "document": settings.document_input_type}
 
 
@@ -126,7 +133,7 @@ def _self_hosted(config: ProviderConfig, settings: SearchSettings) -> EmbeddingC
             config.base_url or OLLAMA_DEFAULT_URL,
             model=config.model,
             batch_size=remote.batch_size,
-            **_budgets(settings),  # type: ignore[arg-type]
+            **_budgets(settings),
         )
     base_url = config.base_url or (LMSTUDIO_DEFAULT_URL if config.api == "lmstudio" else "")
     if not base_url:
@@ -142,7 +149,7 @@ def _self_hosted(config: ProviderConfig, settings: SearchSettings) -> EmbeddingC
         labels=_labels(settings),
         extra_body=extra,
         batch_size=remote.batch_size,
-        **_budgets(settings),  # type: ignore[arg-type]
+        **_budgets(settings),
     )
 
 
@@ -165,7 +172,7 @@ def _openai_shaped(
         batch_size=min(settings.remote.batch_size, service.max_items),
         batch_tokens=service.max_tokens,
         errors=ServiceErrors(service.label, key_fix(config)),
-        **_budgets(settings),  # type: ignore[arg-type]
+        **_budgets(settings),
     )
 
 
@@ -181,7 +188,7 @@ def _gemini(
         dims=settings.output_dimensionality,
         batch_size=min(settings.remote.batch_size, service.max_items),
         key_fix=key_fix(config),
-        **_budgets(settings),  # type: ignore[arg-type]
+        **_budgets(settings),
     )
 
 
@@ -196,7 +203,7 @@ def _bedrock(
         base_url=config.base_url,
         dims=settings.output_dimensionality,
         batch_size=min(settings.remote.batch_size, service.max_items),
-        **_budgets(settings),  # type: ignore[arg-type]
+        **_budgets(settings),
     )
 
 
@@ -206,7 +213,7 @@ def _copilot(
     from apus.embed.copilot import CopilotEmbeddingsClient, CopilotSession
 
     budgets = _budgets(settings)
-    session = CopilotSession(config.api_key, key_fix(config), retry=budgets["retry"])  # type: ignore[arg-type]
+    session = CopilotSession(config.api_key, key_fix(config), retry=budgets["retry"])
     dims = settings.output_dimensionality
     return CopilotEmbeddingsClient(
         session,
@@ -216,5 +223,5 @@ def _copilot(
         extra_body={"dimensions": dims} if dims else {},
         batch_size=min(settings.remote.batch_size, service.max_items),
         errors=ServiceErrors(service.label, key_fix(config)),
-        **budgets,  # type: ignore[arg-type]
+        **budgets,
     )

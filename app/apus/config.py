@@ -18,14 +18,25 @@ from pathlib import Path
 from typing import Any, Literal
 
 import tomlkit
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from apus import paths
+from apus.embedding_services import BUILTIN_PROVIDERS, ENTRY_APIS
 from apus.errors import ConfigError
 from apus.notes_folder import VaultMissingError, check_vault
 
-ProviderName = Literal["auto", "local", "openai-compatible", "ollama", "lmstudio", "none"]
+# A built-in provider name (see apus.embedding_services) or the id of a [models.providers] entry.
+ProviderName = str
 ENV_PREFIX = "APUS_"
 
 
@@ -49,10 +60,54 @@ class LocalSettings(_Section):
 
 
 class RemoteSettings(_Section):
+    base_url: str = ""  # replaces the provider's own (…/v1 for OpenAI-shaped APIs)
+    api_key: str = ""  # empty: the provider's environment variable (OPENAI_API_KEY, …)
+    # Budgets, retries included: a search waits for one query embedding this long...
+    timeout_seconds: float = Field(60.0, gt=0)
+    # ...and an index run this long for each batch of chunks it hands the provider.
+    batch_timeout_seconds: float = Field(600.0, gt=0)
+    max_retries: int = Field(3, ge=0, le=10)  # after a 429 or 5xx, within those budgets
+    batch_size: int = Field(32, ge=1)
+
+
+class ProviderEntry(_Section):
+    """A named provider of its own: `[models.providers.<id>]`, used as memory.search.provider."""
+
+    api: str = ""  # the protocol it speaks; may be left out when the id is a built-in name
     base_url: str = ""
     api_key: str = ""
-    timeout_seconds: float = 60.0
-    batch_size: int = 32
+    model: str = ""
+
+    def protocol(self, name: str) -> str:
+        """The api this entry, called `name`, speaks (its own name when that is built in)."""
+        return self.api or name
+
+    @field_validator("api")
+    @classmethod
+    def _known_api(cls, value: str) -> str:
+        if value and value not in ENTRY_APIS:
+            raise PydanticCustomError(
+                "unknown_api",
+                "unknown api '{api}'; one of: {known}",
+                {"api": value, "known": ", ".join(ENTRY_APIS)},
+            )
+        return value
+
+
+class ModelsSettings(_Section):
+    providers: dict[str, ProviderEntry] = {}
+
+    @field_validator("providers")
+    @classmethod
+    def _entries_name_their_api(cls, entries: dict[str, ProviderEntry]) -> dict[str, ProviderEntry]:
+        for name, entry in entries.items():
+            if not entry.api and name not in ENTRY_APIS:
+                raise PydanticCustomError(
+                    "missing_api",
+                    "[models.providers.{name}] needs `api` (one of: {known})",
+                    {"name": name, "known": ", ".join(ENTRY_APIS)},
+                )
+        return entries
 
 
 class ChunkingSettings(_Section):
@@ -96,8 +151,14 @@ class SyncSettings(_Section):
 
 
 class SearchSettings(_Section):
+    # Filled from [models.providers] by Settings (whatever a file writes here is replaced), so
+    # that resolving `provider` needs only this section. Declared first: `provider` checks it.
+    custom_providers: dict[str, ProviderEntry] = Field(default={}, exclude=True, repr=False)
     provider: ProviderName = "auto"
     model: str = ""  # catalogue name (local) or model id (remote); "" = the provider's default
+    # Ask the provider for vectors this wide (OpenAI `dimensions`, Gemini
+    # `outputDimensionality`, Voyage `output_dimension`, Titan v2); 0: the model's own width.
+    output_dimensionality: int = Field(0, ge=0, le=65536)
     # When auto/local embeddings cannot run: "keyword" searches by keyword (and says why);
     # "none" makes search fail with the reason instead, like an explicit remote provider.
     fallback: Literal["none", "keyword"] = "keyword"
@@ -111,6 +172,20 @@ class SearchSettings(_Section):
     store: StoreSettings = StoreSettings()
     sync: SyncSettings = SyncSettings()
 
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str, info: ValidationInfo) -> str:
+        entries = info.data.get("custom_providers") or {}
+        if value in BUILTIN_PROVIDERS or value in entries:
+            return value
+        custom = f"; entries of [models.providers]: {', '.join(sorted(entries))}" if entries else ""
+        raise PydanticCustomError(
+            "unknown_provider",
+            "unknown embedding provider '{name}'; built in: {known}{custom} "
+            "(or add a [models.providers.{name}] entry with its api and baseUrl)",
+            {"name": value, "known": ", ".join(BUILTIN_PROVIDERS), "custom": custom},
+        )
+
 
 class MemorySettings(_Section):
     search: SearchSettings = SearchSettings()
@@ -123,8 +198,32 @@ class TuiSettings(_Section):
 
 class Settings(_Section):
     vault: str = ""
+    models: ModelsSettings = ModelsSettings()
     memory: MemorySettings = MemorySettings()
     tui: TuiSettings = TuiSettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hand_entries_to_search(cls, data: Any) -> Any:
+        """Copy [models.providers] into memory.search, where the provider is resolved."""
+        if not isinstance(data, dict):
+            return data
+        models = data.get("models")
+        raw = models.get("providers") if isinstance(models, dict) else None
+        if isinstance(models, ModelsSettings):
+            raw = models.providers
+        memory = data.get("memory")
+        if isinstance(memory, MemorySettings):
+            memory = memory.model_dump(by_alias=True)
+        memory = dict(memory) if isinstance(memory, dict) else {}
+        search = memory.get("search")
+        if isinstance(search, SearchSettings):
+            search = search.model_dump(by_alias=True)
+        search = dict(search) if isinstance(search, dict) else {}
+        search.pop("customProviders", None)
+        search["custom_providers"] = raw or {}
+        memory["search"] = search
+        return {**data, "memory": memory}
 
     @property
     def search(self) -> SearchSettings:
@@ -257,7 +356,9 @@ def _line_of_key(text: str, dotted_key: str) -> int | None:
         if match:
             key = [part.strip().strip("\"'") for part in match.group(1).split(".")]
             full = ".".join(table + key).lower()
-            if full == target or target.startswith(full + "."):
+            # The key itself, a table value holding it, or (for an error about a whole table
+            # such as models.providers) the first key set inside it.
+            if full == target or target.startswith(full + ".") or full.startswith(target + "."):
                 return number
     return None
 

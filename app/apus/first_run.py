@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 from apus.config import ProviderName, update_config_file
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
 from apus.embed.providers import is_remote
+from apus.embedding_services import SERVICES
 from apus.vault.scan import NOTE_SUFFIXES
 
 if TYPE_CHECKING:
@@ -97,10 +98,37 @@ class ProviderChoice:
     description: str
     default_url: str = ""
     default_model: str = ""
+    key_env: tuple[str, ...] = ()  # environment variables that may hold its key, first wins
+    warning: str = ""  # what choosing it sends where, and that it costs money
 
     @property
     def remote(self) -> bool:
         return is_remote(self.name)
+
+    @property
+    def hosted(self) -> bool:
+        """A service on the internet: it needs a key (or AWS credentials), not a URL."""
+        return self.name in SERVICES
+
+
+HOSTED_WARNING = (
+    "{label} receives the text of every note Apus indexes and of every search, and bills "
+    "your account for it. Choose it only for notes you are allowed to send there; local "
+    "keeps everything on this computer."
+)
+
+
+def _hosted(name: str, description: str) -> ProviderChoice:
+    service = SERVICES[name]
+    return ProviderChoice(
+        name,
+        service.label,
+        description,
+        default_url=service.base_url,
+        default_model=service.default_model,
+        key_env=service.key_env,
+        warning=HOSTED_WARNING.format(label=service.label),
+    )
 
 
 PROVIDER_CHOICES: tuple[ProviderChoice, ...] = (
@@ -128,6 +156,35 @@ PROVIDER_CHOICES: tuple[ProviderChoice, ...] = (
         "OpenAI-compatible URL",
         "Any /v1/embeddings endpoint: llama-server, vLLM, or a cloud service.",
         default_url="http://127.0.0.1:8080/v1",
+    ),
+    _hosted(
+        "openai",
+        "OpenAI's embedding API (text-embedding-3-small). Needs an API key: OPENAI_API_KEY.",
+    ),
+    _hosted(
+        "gemini",
+        "Google's Gemini embedding API (gemini-embedding-001; gemini-embedding-2 also embeds "
+        "images and audio). Needs GEMINI_API_KEY or GOOGLE_API_KEY.",
+    ),
+    _hosted(
+        "voyage",
+        "Voyage AI's retrieval embeddings (voyage-4-large). Needs VOYAGE_API_KEY.",
+    ),
+    _hosted("mistral", "Mistral's mistral-embed. Needs MISTRAL_API_KEY."),
+    _hosted(
+        "deepinfra",
+        "The open BAAI/bge-m3 model, hosted by DeepInfra. Needs DEEPINFRA_API_KEY.",
+    ),
+    _hosted(
+        "bedrock",
+        "Amazon Bedrock in your AWS account (Titan or Cohere embedding models), signed with "
+        "your AWS credentials: a profile, SSO, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
+        "AWS_REGION picks the region.",
+    ),
+    _hosted(
+        "github-copilot",
+        "Embeddings included in a GitHub Copilot subscription, reached with your GitHub "
+        "token: COPILOT_GITHUB_TOKEN or GITHUB_TOKEN (`gh auth token` prints one).",
     ),
     ProviderChoice(
         "none",

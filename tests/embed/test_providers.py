@@ -15,6 +15,7 @@ from apus.embed.base import (
     EmbeddingConnectionError,
     EmbeddingIdentity,
     EmbeddingRequestError,
+    EmbeddingUnavailable,
     probe,
     redact,
     register_secret,
@@ -149,7 +150,8 @@ def test_lmstudio_defaults_to_its_local_port() -> None:
 
 def test_request_errors_are_clear_and_redacted(server: RecordingServer) -> None:
     server.api_key = "the-right-key"
-    embedder = create_embedder(openai_settings(server.url))
+    remote = RemoteSettings(base_url=server.url, api_key=API_KEY, max_retries=0)
+    embedder = create_embedder(openai_settings(server.url, remote=remote))
     with pytest.raises(EmbeddingRequestError) as caught:
         embedder.embed(["a"], kind="query")
     assert "HTTP 401" in str(caught.value)
@@ -188,9 +190,16 @@ def test_resolution_of_none_and_misconfigured_remotes() -> None:
     off = resolve_provider(SearchSettings(provider="none"))
     assert (off.embedder, off.state, off.reason) == (None, "off", "provider is none")
 
+    # A provider named explicitly never degrades quietly: it resolves, then fails on use
+    # with the reason and the fix, which search reports as "unavailable".
     no_url = resolve_provider(SearchSettings(provider="openai-compatible", model="m"))
-    assert no_url.state == "keyword-only"
+    assert no_url.state == "unavailable"
     assert "remote.baseUrl" in no_url.fix
+    assert no_url.embedder is not None
+    with pytest.raises(EmbeddingUnavailable, match="needs a base URL") as caught:
+        no_url.embedder.embed(["garden"], kind="query")
+    assert caught.value.fix is not None and "remote.baseUrl" in caught.value.fix
+    assert no_url.embedder.describe()["state"] == "failed"
 
     remote = resolve_provider(openai_settings("http://127.0.0.1:9/v1"))
     assert remote.state == "semantic"  # failures surface later, as request errors

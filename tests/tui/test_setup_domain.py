@@ -77,13 +77,26 @@ def test_config_updates_per_provider(tmp_path: Path) -> None:
         vault, "ollama", model="embeddinggemma", base_url="http://127.0.0.1:11434"
     ).config_updates()
     assert remote["memory.search.remote.baseUrl"] == "http://127.0.0.1:11434"
-    assert {c.name for c in PROVIDER_CHOICES} == {
+    assert [c.name for c in PROVIDER_CHOICES] == [
         "local",
         "ollama",
         "lmstudio",
         "openai-compatible",
+        "openai",
+        "gemini",
+        "voyage",
+        "mistral",
+        "deepinfra",
+        "bedrock",
+        "github-copilot",
         "none",
-    }
+    ]
+    hosted = [c for c in PROVIDER_CHOICES if c.hosted]
+    assert all(c.remote and c.default_model and "bills your account" in c.warning for c in hosted)
+    openai = next(c for c in PROVIDER_CHOICES if c.name == "openai")
+    assert (openai.default_model, openai.key_env) == ("text-embedding-3-small", ("OPENAI_API_KEY",))
+    assert openai.warning.startswith("OpenAI receives the text of every note")
+    assert not any(c.warning for c in PROVIDER_CHOICES if not c.hosted)
 
 
 def test_save_choices_keeps_the_users_comments(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -58,6 +60,38 @@ class EmbeddingTimeout(EmbeddingRequestError):
     """A request (or a probe) ran past its time budget."""
 
 
+class EmbeddingAuthError(EmbeddingRequestError):
+    """The service refused the credentials: a wrong, expired or missing key or token."""
+
+
+class EmbeddingRateLimited(EmbeddingRequestError):
+    """The service kept answering 429, or asked to wait longer than the caller's budget."""
+
+    def __init__(
+        self, reason: str, fix: str | None = None, *, retry_after: float | None = None
+    ) -> None:
+        super().__init__(reason, fix)
+        self.retry_after = retry_after
+
+
+_SINGLE_ATTEMPT: ContextVar[bool] = ContextVar("apus_embed_single_attempt", default=False)
+
+
+@contextmanager
+def single_attempt() -> Iterator[None]:
+    """Requests made inside this block are tried once: a probe reports a 429, it never waits."""
+    token = _SINGLE_ATTEMPT.set(True)
+    try:
+        yield
+    finally:
+        _SINGLE_ATTEMPT.reset(token)
+
+
+def retries_allowed() -> bool:
+    """False inside `single_attempt()`."""
+    return not _SINGLE_ATTEMPT.get()
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """Turns already-prefixed texts into L2-normalised float32 vectors."""
@@ -95,14 +129,16 @@ def probe(embedder: Embedder, timeout_s: float) -> ProbeResult:
     """Embed one query within `timeout_s` seconds, whatever the provider does meanwhile.
 
     The request runs on a daemon thread so a provider that hangs (a server still loading a
-    model, a remote endpoint that never answers) cannot hold the caller past its budget.
+    model, a remote endpoint that never answers) cannot hold the caller past its budget. It is
+    made once, without retries: a rate-limited or failing service is reported as it is.
     """
     outcome: dict[str, Any] = {}
 
     def run() -> None:
         try:
             text = embedder.query_text(PROBE_TEXT)
-            vectors = embedder.embed([text], kind="query", timeout=timeout_s)
+            with single_attempt():
+                vectors = embedder.embed([text], kind="query", timeout=timeout_s)
             outcome["dims"] = int(vectors.shape[1])
         except Exception as exc:  # reported, not raised: a probe describes, it never fails
             outcome["error"] = exc

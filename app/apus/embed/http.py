@@ -1,27 +1,20 @@
-"""HTTP embedding clients: OpenAI-compatible `/v1/embeddings` and Ollama's native `/api/embed`."""
+"""HTTP embedding clients: OpenAI-shaped `/embeddings` and Ollama's native `/api/embed`."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
 import numpy as np
 
-from apus import __version__
-from apus.embed.base import (
-    EmbeddingConnectionError,
-    EmbeddingRequestError,
-    EmbeddingTimeout,
-    normalise_rows,
-    redact,
-    register_secret,
-)
+from apus.embed.base import EmbeddingRequestError, EmbedKind, normalise_rows
+from apus.embed.retry import Deadline, RetryPolicy
+from apus.embed.transport import ServiceErrors, ServiceTransport
 
 # A rough tokens-per-character ratio, only to size requests; the server truncates for real.
 _CHARS_PER_TOKEN = 3
-_ERROR_BODY_CHARS = 300
+_SHAPE_FIX = "check memory.search.remote.baseUrl: it should point at the provider's API"
 
 
 def batches(
@@ -43,8 +36,12 @@ def batches(
         yield current
 
 
-class _HttpClient:
-    """Shared plumbing: one httpx client, bearer auth, redacted errors, batching."""
+class HttpEmbeddingClient:
+    """Shared plumbing: a ServiceTransport, a budget per kind of call, batching, bearer auth.
+
+    `timeout_s` bounds a query embedding and `batch_timeout_s` (default: the same) a document
+    batch, each including retries; a caller's own `timeout` replaces either.
+    """
 
     def __init__(
         self,
@@ -52,134 +49,114 @@ class _HttpClient:
         *,
         api_key: str = "",
         timeout_s: float = 60.0,
+        batch_timeout_s: float | None = None,
         batch_size: int = 32,
         batch_tokens: int | None = None,
+        errors: ServiceErrors | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
-        if api_key:
-            register_secret(api_key)
         self.timeout_s = timeout_s
+        self.batch_timeout_s = batch_timeout_s or timeout_s
         self.batch_size = max(1, batch_size)
         self.batch_tokens = batch_tokens
-        headers = {"User-Agent": f"apus/{__version__}"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        self._client = httpx.Client(headers=headers, timeout=self._timeout(timeout_s))
+        service = errors or ServiceErrors(urlsplit(self.base_url).netloc or self.base_url)
+        self._transport = ServiceTransport(service, retry=retry, secrets=[api_key])
 
     @property
     def endpoint(self) -> str:
         raise NotImplementedError
 
     def close(self) -> None:
-        self._client.close()
+        self._transport.close()
+
+    def deadline(self, kind: EmbedKind, timeout: float | None) -> Deadline:
+        if timeout is not None:
+            return Deadline(timeout)
+        return Deadline(self.timeout_s if kind == "query" else self.batch_timeout_s)
 
     def embed(
-        self, texts: Sequence[str], *, input_type: str = "", timeout: float | None = None
+        self, texts: Sequence[str], *, kind: EmbedKind = "document", timeout: float | None = None
     ) -> np.ndarray:
         """Embed `texts` as they are (already prefixed); rows L2-normalised, in input order."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
+        deadline = self.deadline(kind, timeout)
+        self._prepare(deadline)
         rows: list[np.ndarray] = []
         for indexes in batches(texts, max_items=self.batch_size, max_tokens=self.batch_tokens):
             chunk = [texts[i] for i in indexes]
-            rows.append(self._embed_batch(chunk, input_type=input_type, timeout=timeout))
+            rows.append(self._embed_batch(chunk, kind=kind, deadline=deadline))
         widths = {row.shape[1] for row in rows}
         if len(widths) != 1:
             raise EmbeddingRequestError(f"the provider returned vectors of mixed sizes {widths}")
         return normalise_rows(np.concatenate(rows, axis=0))
 
-    def _embed_batch(
-        self, texts: list[str], *, input_type: str, timeout: float | None
-    ) -> np.ndarray:
+    def _embed_batch(self, texts: list[str], *, kind: EmbedKind, deadline: Deadline) -> np.ndarray:
         raise NotImplementedError
 
-    def _post(self, payload: dict[str, Any], timeout: float | None) -> Any:
-        url = self.endpoint
-        try:
-            response = self._client.post(
-                url,
-                json=payload,
-                timeout=self._timeout(timeout) if timeout is not None else httpx.USE_CLIENT_DEFAULT,
-            )
-        except httpx.TimeoutException as exc:
-            limit = timeout if timeout is not None else self.timeout_s
-            raise EmbeddingTimeout(f"{url} did not answer within {limit:g}s") from exc
-        except (httpx.TransportError, httpx.InvalidURL) as exc:
-            raise EmbeddingConnectionError(self._transport_reason(url, exc)) from exc
-        if response.status_code in (401, 403):
-            raise EmbeddingRequestError(
-                f"{url} refused the request (HTTP {response.status_code}): check the API key",
-                fix="set memory.search.remote.apiKey (or APUS_MEMORY__SEARCH__REMOTE__API_KEY)",
-            )
-        if response.status_code >= 400:
-            body = redact(response.text[:_ERROR_BODY_CHARS], [self._api_key])
-            raise EmbeddingRequestError(f"{url} answered HTTP {response.status_code}: {body}")
-        try:
-            return response.json()
-        except json.JSONDecodeError as exc:
-            raise EmbeddingRequestError(f"{url} answered with something that is not JSON") from exc
+    def _prepare(self, deadline: Deadline) -> None:
+        """Work due before the first batch (a login, a model check); nothing by default."""
 
-    @staticmethod
-    def _timeout(seconds: float) -> httpx.Timeout:
-        # Connecting to a local or LAN server is quick or hopeless; the answer itself may not be.
-        return httpx.Timeout(seconds, connect=min(seconds, 10.0))
+    def _auth_headers(self, deadline: Deadline) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
-    @staticmethod
-    def _transport_reason(url: str, exc: Exception) -> str:
-        if isinstance(exc, httpx.ConnectError):
-            return f"cannot connect to {url} (is the server running?)"
-        if isinstance(exc, httpx.RemoteProtocolError):
-            return f"{url} closed the connection mid-request"
-        return f"request to {url} failed: {type(exc).__name__}"
+    def _post(self, payload: dict[str, Any], deadline: Deadline) -> Any:
+        return self._transport.request(
+            "POST",
+            self.endpoint,
+            deadline=deadline,
+            json_body=payload,
+            headers=self._auth_headers(deadline),
+        )
 
 
-class OpenAIEmbeddingsClient(_HttpClient):
-    """POST {base}/v1/embeddings (or {base}/embeddings when base already ends in /v1)."""
+class OpenAIEmbeddingsClient(HttpEmbeddingClient):
+    """POST {base}/v1/embeddings (or {base}/embeddings when base ends in /v1, or always when
+    `append_v1` is off, as for hosted APIs whose base URL already carries the version)."""
 
     def __init__(
         self,
         base_url: str,
         *,
         model: str = "",
-        api_key: str = "",
-        timeout_s: float = 60.0,
-        batch_size: int = 32,
-        batch_tokens: int | None = None,
+        labels: Mapping[EmbedKind, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        append_v1: bool = True,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            base_url,
-            api_key=api_key,
-            timeout_s=timeout_s,
-            batch_size=batch_size,
-            batch_tokens=batch_tokens,
-        )
+        super().__init__(base_url, **options)
         self.model = model
+        self.labels: dict[EmbedKind, str] = dict(labels or {})
+        self.extra_body = dict(extra_body or {})
+        self.append_v1 = append_v1
 
     @property
     def endpoint(self) -> str:
-        if self.base_url.endswith("/v1"):
+        if self.base_url.endswith("/v1") or not self.append_v1:
             return f"{self.base_url}/embeddings"
         return f"{self.base_url}/v1/embeddings"
 
-    def _embed_batch(
-        self, texts: list[str], *, input_type: str, timeout: float | None
-    ) -> np.ndarray:
+    def _embed_batch(self, texts: list[str], *, kind: EmbedKind, deadline: Deadline) -> np.ndarray:
         payload: dict[str, Any] = {"input": texts}
         if self.model:
             payload["model"] = self.model
-        if input_type:
-            payload["input_type"] = input_type
-        answer = self._post(payload, timeout)
+        if self.labels.get(kind):
+            payload["input_type"] = self.labels[kind]
+        payload.update(self.extra_body)
+        answer = self._post(payload, deadline)
         try:
             items = sorted(answer["data"], key=lambda item: int(item["index"]))
             vectors = [item["embedding"] for item in items]
         except (KeyError, TypeError, ValueError) as exc:
-            raise EmbeddingRequestError(f"{self.endpoint} answered without `data` vectors") from exc
-        return _as_matrix(vectors, expected=len(texts), url=self.endpoint)
+            raise EmbeddingRequestError(
+                f"{self.endpoint} answered without `data` vectors", fix=_SHAPE_FIX
+            ) from exc
+        return as_matrix(vectors, expected=len(texts), url=self.endpoint)
 
 
-class OllamaEmbeddingsClient(_HttpClient):
+class OllamaEmbeddingsClient(HttpEmbeddingClient):
     """Ollama's native POST {base}/api/embed ({"model", "input": [...]} -> {"embeddings"})."""
 
     def __init__(
@@ -187,33 +164,40 @@ class OllamaEmbeddingsClient(_HttpClient):
         base_url: str,
         *,
         model: str,
-        timeout_s: float = 60.0,
-        batch_size: int = 32,
+        **options: Any,
     ) -> None:
-        super().__init__(base_url, timeout_s=timeout_s, batch_size=batch_size)
+        super().__init__(base_url, **options)
         self.model = model
 
     @property
     def endpoint(self) -> str:
         return f"{self.base_url}/api/embed"
 
-    def _embed_batch(
-        self, texts: list[str], *, input_type: str, timeout: float | None
-    ) -> np.ndarray:
-        answer = self._post({"model": self.model, "input": texts, "truncate": True}, timeout)
+    def _embed_batch(self, texts: list[str], *, kind: EmbedKind, deadline: Deadline) -> np.ndarray:
+        # Ollama's native API has no input types: the model's prefixes carry the task.
+        answer = self._post({"model": self.model, "input": texts, "truncate": True}, deadline)
         vectors = answer.get("embeddings") if isinstance(answer, dict) else None
         if not isinstance(vectors, list):
-            raise EmbeddingRequestError(f"{self.endpoint} answered without `embeddings`")
-        return _as_matrix(vectors, expected=len(texts), url=self.endpoint)
+            raise EmbeddingRequestError(
+                f"{self.endpoint} answered without `embeddings`", fix=_SHAPE_FIX
+            )
+        return as_matrix(vectors, expected=len(texts), url=self.endpoint)
 
 
-def _as_matrix(vectors: list[Any], *, expected: int, url: str) -> np.ndarray:
+def as_matrix(vectors: list[Any], *, expected: int, url: str) -> np.ndarray:
+    """A (texts x dims) float32 matrix from the lists a service returned, or a clear error."""
     if len(vectors) != expected:
-        raise EmbeddingRequestError(f"{url} returned {len(vectors)} vectors for {expected} texts")
+        raise EmbeddingRequestError(
+            f"{url} returned {len(vectors)} vectors for {expected} texts", fix=_SHAPE_FIX
+        )
     try:
         matrix = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise EmbeddingRequestError(f"{url} returned vectors of uneven length") from exc
+        raise EmbeddingRequestError(
+            f"{url} returned vectors of uneven length", fix=_SHAPE_FIX
+        ) from exc
     if matrix.ndim != 2 or matrix.shape[1] == 0:
-        raise EmbeddingRequestError(f"{url} returned malformed vectors (shape {matrix.shape})")
+        raise EmbeddingRequestError(
+            f"{url} returned malformed vectors (shape {matrix.shape})", fix=_SHAPE_FIX
+        )
     return matrix

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from apus.config import SearchSettings
 from apus.embed.base import Embedder, EmbeddingIdentity, EmbeddingUnavailable
-from apus.embed.http import OllamaEmbeddingsClient, OpenAIEmbeddingsClient
+from apus.embed.clients import (
+    LMSTUDIO_DEFAULT_URL,
+    OLLAMA_DEFAULT_URL,
+    create_client,
+    provider_config,
+)
 from apus.embed.local.catalog import get_manifest
 from apus.embed.local.download import DownloadError, model_path, verify_model_file
 from apus.embed.local.embedder import LocalEmbedder
@@ -17,31 +24,42 @@ from apus.embed.local.filehash import cached_sha256
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
 from apus.embed.local.server_manager import ManagedServer, ServerSpec
 from apus.embed.prefixes import PrefixScheme, detect_family, scheme_for_family
-from apus.embed.remote import RemoteEmbedder
+from apus.embed.remote import RemoteEmbedder, UnavailableEmbedder
+from apus.embedding_services import OWN_PROVIDERS
 from apus.errors import ConfigError
 
-LMSTUDIO_DEFAULT_URL = "http://127.0.0.1:1234/v1"
-OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434"
+__all__ = [
+    "LMSTUDIO_DEFAULT_URL",
+    "OLLAMA_DEFAULT_URL",
+    "ProviderResolution",
+    "create_embedder",
+    "create_local_embedder",
+    "is_remote",
+    "resolve_provider",
+]
 # A model file of unknown origin may declare a huge context (Qwen3: 32768); each input is
 # processed in one micro-batch whose attention buffer grows with its square, so ask for what
 # the catalogue models use (notes are chunked to ~400 tokens). local.contextSize overrides it.
 MAX_UNKNOWN_CONTEXT = 2048
 _PULL_FIX = "apus models pull"
-# Providers Apus runs itself (or none at all); every other name is a service someone else runs.
-_SELF_RUN_PROVIDERS = frozenset({"auto", "local", "none"})
 
 
 def is_remote(provider: str) -> bool:
-    """A provider Apus does not run: when it fails, search says so instead of degrading."""
-    return provider not in _SELF_RUN_PROVIDERS
+    """A provider Apus does not run (hosted, self-hosted, or a [models.providers] entry):
+    when it fails, search says so instead of degrading."""
+    return provider not in OWN_PROVIDERS
 
 
 @dataclass
 class ProviderResolution:
-    """What search and indexing can use: semantic (an embedder), keyword-only, or off."""
+    """What search and indexing can use: semantic (an embedder), keyword-only, or off.
+
+    "unavailable": an explicitly named provider could not be set up; its embedder fails on
+    use with the reason and the fix, so callers treat it like a provider that went down.
+    """
 
     embedder: Embedder | None
-    state: Literal["semantic", "keyword-only", "off"]
+    state: Literal["semantic", "keyword-only", "off", "unavailable"]
     reason: str
     fix: str = ""
 
@@ -53,16 +71,26 @@ def resolve_provider(settings: SearchSettings) -> ProviderResolution:
     try:
         embedder = create_embedder(settings)
     except EmbeddingUnavailable as exc:
+        if is_remote(settings.provider):
+            failing = UnavailableEmbedder(settings.provider, exc)
+            return ProviderResolution(failing, "unavailable", exc.reason, exc.fix or "")
         return ProviderResolution(None, "keyword-only", exc.reason, exc.fix or "")
     if isinstance(embedder, LocalEmbedder):
         reason = f"local model {embedder.identity.model}"
     else:
-        reason = f"{settings.provider} model {settings.model} at {embedder.describe()['endpoint']}"
+        info = embedder.describe()
+        reason = f"{settings.provider} model {info['model']} at {info['endpoint']}"
     return ProviderResolution(embedder, "semantic", reason)
 
 
-def create_embedder(settings: SearchSettings) -> Embedder:
-    """The configured provider's Embedder; EmbeddingUnavailable if it cannot be set up."""
+def create_embedder(
+    settings: SearchSettings, *, environ: Mapping[str, str] | None = None
+) -> Embedder:
+    """The configured provider's Embedder; EmbeddingUnavailable if it cannot be set up.
+
+    Nothing is contacted here: keys are checked for presence only, and a hosted service
+    first hears from Apus on the first embedding request.
+    """
     provider = settings.provider
     if provider == "none":
         raise EmbeddingUnavailable(
@@ -70,42 +98,18 @@ def create_embedder(settings: SearchSettings) -> Embedder:
         )
     if provider in ("auto", "local"):
         return create_local_embedder(settings)
-    if not settings.model:
-        raise EmbeddingUnavailable(
-            f"the {provider} provider needs a model id",
-            fix="set memory.search.model (e.g. the name the server lists for the model)",
-        )
-    remote = settings.remote
-    scheme = scheme_for_family(detect_family(settings.model))
-    client: OpenAIEmbeddingsClient | OllamaEmbeddingsClient
-    if provider == "ollama":
-        client = OllamaEmbeddingsClient(
-            remote.base_url or OLLAMA_DEFAULT_URL,
-            model=settings.model,
-            timeout_s=remote.timeout_seconds,
-            batch_size=remote.batch_size,
-        )
-    else:
-        base_url = remote.base_url or (LMSTUDIO_DEFAULT_URL if provider == "lmstudio" else "")
-        if not base_url:
-            raise EmbeddingUnavailable(
-                "the openai-compatible provider needs a base URL",
-                fix="set memory.search.remote.baseUrl (e.g. http://127.0.0.1:8080/v1)",
-            )
-        client = OpenAIEmbeddingsClient(
-            base_url,
-            model=settings.model,
-            api_key=remote.api_key,
-            timeout_s=remote.timeout_seconds,
-            batch_size=remote.batch_size,
-        )
+    config = provider_config(settings, os.environ if environ is None else environ)
+    client, scheme, dims = create_client(config, settings)
+    details: dict[str, Any] = {"key": config.key_source or "none"}
+    if config.api != provider:
+        details["api"] = config.api
     return RemoteEmbedder(
         provider=provider,
-        model=settings.model,
+        model=config.model,
         client=client,
         scheme=scheme,
-        query_input_type=settings.query_input_type,
-        document_input_type=settings.document_input_type,
+        dims=dims,
+        details=details,
     )
 
 

@@ -96,10 +96,17 @@ def _with_probe(
             cache_entries = store.cache_size()
         finally:
             store.close()
+    name, reason, fix = state.state, state.reason, state.fix
+    if not result.ok and name == "ready":
+        # Identity came without a request (a hosted API's known width); the probe is the
+        # first real call, and a failing one means search cannot use vectors now.
+        name = "unavailable" if is_remote(settings.search.provider) else "keyword-only"
+        reason = result.error or "the embedding probe failed"
+        fix = "apus memory status --deep  (after fixing the provider)"
     return EmbeddingsState(
-        state.state,
-        state.reason,
-        state.fix,
+        name,
+        reason,
+        fix,
         state.identity,
         state.vectors,
         state.done,

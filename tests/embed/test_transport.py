@@ -1,0 +1,100 @@
+"""The shared transport: redirects, deadlines, dropped connections, backoff, Retry-After."""
+
+from __future__ import annotations
+
+import socket
+import time
+from email.utils import formatdate
+
+import pytest
+
+from apus.embed.base import EmbeddingConnectionError, EmbeddingRequestError, EmbeddingTimeout
+from apus.embed.providers import create_embedder
+from apus.embed.retry import Deadline, RetryPolicy, parse_retry_after
+from support.fake_service import FakeService, Recorded, Reply
+
+from .hosted import HARNESSES, KEYS
+
+HARNESS = HARNESSES["openai"]
+
+
+class Redirector(FakeService):
+    def __init__(self, status: int, target: str) -> None:
+        super().__init__()
+        self.status, self.target = status, target
+
+    def answer(self, request: Recorded) -> Reply:
+        return Reply(self.status, {}, {"Location": self.target})
+
+
+def test_a_redirect_to_another_host_is_not_followed_and_the_key_stays_home(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with HARNESS.running(monkeypatch) as elsewhere, Redirector(307, "") as redirector:
+        redirector.target = elsewhere.url + "/v1/embeddings"
+        settings = HARNESS.settings(elsewhere, base_url=redirector.url + "/v1")
+        with pytest.raises(EmbeddingRequestError, match="does not follow it") as caught:
+            create_embedder(settings).embed(["a"], kind="query")
+    assert elsewhere.requests == []
+    assert caught.value.fix and "baseUrl" in caught.value.fix
+
+
+def test_a_same_origin_307_is_followed_with_the_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    with HARNESS.running(monkeypatch) as fake:
+        fake.fail("/old/", Reply(307, {}, {"Location": "/v1/embeddings"}))
+        settings = HARNESS.settings(fake, base_url=fake.url + "/old/v1")
+        create_embedder(settings).embed(["a"], kind="query")
+    old, new = fake.requests
+    assert (old.path, new.path) == ("/old/v1/embeddings", "/v1/embeddings")
+    assert new.body == old.body
+    assert new.headers["authorization"] == f"Bearer {KEYS['openai']}"
+
+
+def test_the_budget_covers_every_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        monkeypatch.setenv("OPENAI_API_KEY", KEYS["openai"])
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        settings = HARNESS.settings(base_url=url, timeout_seconds=1)
+        started = time.monotonic()
+        with pytest.raises(EmbeddingTimeout, match="did not answer within 1s"):
+            create_embedder(settings).embed(["a"], kind="query")
+    assert time.monotonic() - started < 3
+
+
+def test_a_refused_connection_fails_at_once_with_the_address() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = HARNESS.settings(base_url=f"http://127.0.0.1:{port}", api_key="sk-x" * 5)
+    started = time.monotonic()
+    with pytest.raises(EmbeddingConnectionError, match="cannot connect"):
+        create_embedder(settings).embed(["a"], kind="query")
+    assert time.monotonic() - started < 2
+
+
+def test_a_dropped_connection_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    with HARNESS.running(monkeypatch) as fake:
+        fake.fail("/embeddings", Reply(0))
+        embedder = create_embedder(HARNESS.settings(fake, max_retries=1))
+        assert embedder.embed(["a"], kind="query").shape == (1, 8)
+        fake.fail("/embeddings", Reply(0), Reply(0))
+        with pytest.raises(EmbeddingConnectionError, match="closed the connection mid-request"):
+            embedder.embed(["a"], kind="query")
+    assert len(fake.requests) == 4
+
+
+def test_backoff_grows_and_retry_after_dates_are_understood() -> None:
+    policy = RetryPolicy(retries=3, first_delay=1.0, max_delay=3.0)
+    assert 0.75 <= policy.delay(0, None) <= 1.0
+    assert 1.5 <= policy.delay(1, None) <= 2.0
+    assert 2.25 <= policy.delay(5, None) <= 3.0
+    assert policy.delay(0, 7.0) == 7.0
+    now = time.time()
+    assert parse_retry_after("12") == 12
+    assert parse_retry_after(formatdate(now + 30, usegmt=True), now=now) == pytest.approx(30, 1)
+    assert parse_retry_after("soon") is None and parse_retry_after(None) is None
+    deadline = Deadline(0.2)
+    time.sleep(0.25)
+    assert deadline.remaining() == 0

@@ -1,0 +1,145 @@
+"""A real HTTP server on 127.0.0.1 that plays one hosted embedding API, for protocol tests.
+
+Subclasses answer like the real service (paths, auth, body checks, error shapes); every
+request is recorded as it arrived, and `fail` scripts replies (429 with Retry-After, 500,
+malformed JSON) served before the normal answers to requests whose path contains a marker.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+from support.recording_server import vector_for
+
+__all__ = ["FakeService", "Recorded", "Reply", "vector_for"]
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    raw: bytes
+
+    @property
+    def body(self) -> Any:
+        return json.loads(self.raw) if self.raw else None
+
+
+@dataclass
+class Reply:
+    status: int  # 0: drop the connection without answering
+    body: Any = None  # dict/list: JSON; str/bytes: sent as they are
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeService:
+    """Serve `answer(request)`, after any scripted replies that match the request's path."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._scripted: list[tuple[str, Reply]] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._url = ""
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        """Where it listens (still known after `stop`, for checks made afterwards)."""
+        assert self._url, "start the fake first"
+        return self._url
+
+    def answer(self, request: Recorded) -> Reply:
+        raise NotImplementedError
+
+    def start(self) -> FakeService:
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+            def do_GET(self) -> None:
+                service._serve(self)
+
+            def do_POST(self) -> None:
+                service._serve(self)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        host, port = self._server.server_address[:2]
+        self._url = f"http://{host}:{port}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeService:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def fail(self, on: str, *replies: Reply) -> None:
+        """Answer the next requests whose path contains `on` with `replies`, in order."""
+        with self._lock:
+            self._scripted.extend((on, reply) for reply in replies)
+
+    def matching(self, marker: str) -> list[Recorded]:
+        with self._lock:
+            return [request for request in self.requests if marker in request.path]
+
+    def paths(self) -> list[str]:
+        with self._lock:
+            return [request.path for request in self.requests]
+
+    def _serve(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length", "0"))
+        raw = handler.rfile.read(length) if length else b""
+        headers = {name.lower(): value for name, value in handler.headers.items()}
+        request = Recorded(handler.command, handler.path, headers, raw)
+        scripted = None
+        with self._lock:
+            self.requests.append(request)
+            for index, (marker, _reply) in enumerate(self._scripted):
+                if marker in request.path:
+                    scripted = self._scripted.pop(index)[1]
+                    break
+        reply = scripted or self.answer(request)
+        if reply.status == 0:
+            handler.close_connection = True
+            return
+        send(handler, reply)
+
+
+def send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+    if isinstance(reply.body, dict | list):
+        raw = json.dumps(reply.body).encode("utf-8")
+        content_type = "application/json"
+    else:
+        raw = reply.body.encode("utf-8") if isinstance(reply.body, str) else (reply.body or b"")
+        content_type = "text/plain"
+    handler.send_response(reply.status)
+    handler.send_header("Content-Type", reply.headers.get("Content-Type", content_type))
+    for name, value in reply.headers.items():
+        if name != "Content-Type":
+            handler.send_header(name, value)
+    handler.send_header("Content-Length", str(len(raw)))
+    handler.end_headers()
+    handler.wfile.write(raw)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,25 @@ def test_cached_lengths_stay_right_across_incremental_updates(tmp_path: Path) ->
         assert [chunk for chunk, _ in got] == [chunk for chunk, _ in expected]
         assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
     keyword.close()
+
+
+@pytest.mark.parametrize("setup", ["empty vault", "every note skipped", "first sync cancelled"])
+def test_an_index_without_chunks_answers_no_match(tmp_path: Path, setup: str) -> None:
+    # An empty Whoosh index has a reader without a segment; scoring must not trip on it.
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    cancel = threading.Event()
+    if setup == "every note skipped":
+        (vault / "binary.md").write_bytes(b"\x00\x01\x02" * 100)
+    elif setup == "first sync cancelled":  # stopped before its first batch was committed
+        write_note(vault, "heron.md", "# Heron\n\nThe grey heron fishes at dawn.\n")
+        cancel.set()
+    settings = make_settings(vault)
+    report = sync(settings, cancel=cancel)
+    assert report.cancelled == cancel.is_set()
+    assert search_paths(settings, "heron") == []
+    keyword = KeywordIndex(settings.index_dir())
+    try:
+        assert keyword.search(["heron"], 10, generation(settings)) == []
+    finally:
+        keyword.close()

@@ -39,7 +39,7 @@ class LengthCache:
         self._arrays: dict[tuple[str, str], np.ndarray] = {}
 
     def lengths(self, reader: Any, field: str) -> np.ndarray:
-        key = (reader.segment().segment_id(), field)
+        key = (_segment_id(reader), field)
         cached = self._arrays.get(key)
         if cached is None:
             cached = _read_lengths(reader, field)
@@ -48,8 +48,15 @@ class LengthCache:
 
     def keep_only(self, searcher: Any) -> None:
         """Forget segments the searcher no longer has (merged away); call when it reopens."""
-        live = {leaf.reader().segment().segment_id() for leaf, _ in searcher.leaf_searchers()}
+        live = {_segment_id(leaf.reader()) for leaf, _ in searcher.leaf_searchers()}
         self._arrays = {k: v for k, v in self._arrays.items() if k[0] in live}
+
+
+def _segment_id(reader: Any) -> str:
+    segment = reader.segment()
+    # An index without documents (empty vault, every note skipped, a first sync stopped
+    # before its first batch) has an empty reader and no segment at all.
+    return "" if segment is None else segment.segment_id()
 
 
 def top_scores(

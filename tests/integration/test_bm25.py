@@ -19,7 +19,7 @@ from apus.config import Settings
 from apus.index.bm25 import SegmentCache, collect_statistics, top_scores
 from apus.index.keyword import KEYWORD_FORMAT, PARAMS, KeywordIndex, repeated_lines, search_terms
 from apus.index.store import ChunkRecord, Store
-from apus.vault.text import query_terms, tokenize
+from apus.vault.text import keyword_term, query_terms, tokenize
 
 from .helpers import generation, make_settings, search, search_paths, sync, write_note
 
@@ -99,7 +99,7 @@ def _fields(chunk: ChunkRecord, previous: ChunkRecord | None) -> dict[str, Count
         "body": chunk.text,
         "overlap": repeated_lines(previous, chunk),
     }
-    return {f: Counter(t.term for t in tokenize(text)) for f, text in texts.items()}
+    return {f: Counter(keyword_term(t.term) for t in tokenize(text)) for f, text in texts.items()}
 
 
 def _reference(store: Store, terms: list[str]) -> dict[int, float]:

@@ -18,7 +18,7 @@ from whoosh.fields import COLUMN, ID, TEXT, Schema
 
 from apus.index.bm25 import Bm25Params, SegmentCache, Statistics, collect_statistics, top_scores
 from apus.index.store import ChunkRecord, Store
-from apus.vault.text import ANALYZER_VERSION, tokenize
+from apus.vault.text import ANALYZER_VERSION, keyword_term, tokenize
 
 STAMP_FILE = "apus-stamp.json"
 # Commit a rebuild every this many chunks so a killed rebuild has bounded lost work and memory.
@@ -26,9 +26,11 @@ _REBUILD_COMMIT_EVERY = 20_000
 
 
 class ApusTokenizer(Tokenizer):
-    """Whoosh tokenizer over `apus.vault.text.tokenize`: folded words and CJK bigrams.
+    """Whoosh tokenizer over `apus.vault.text.tokenize`: folded words (as English stems)
+    and CJK bigrams.
 
-    Queries go through the same function, so NFC/NFD spellings and partial CJK text meet.
+    Queries go through the same functions, so NFC/NFD spellings, word forms and partial CJK
+    text meet.
     """
 
     def __eq__(self, other: object) -> bool:
@@ -52,7 +54,7 @@ class ApusTokenizer(Tokenizer):
     ) -> Iterator[Token]:
         token = Token(positions, chars, removestops=removestops, mode=mode, **kwargs)
         for pos, item in enumerate(tokenize(value)):
-            token.text = item.term
+            token.text = keyword_term(item.term)
             token.boost = 1.0
             token.stopped = False
             if keeporiginal:
@@ -150,8 +152,8 @@ def repeated_lines(previous: ChunkRecord | None, chunk: ChunkRecord) -> str:
 
 
 def search_terms(terms: Iterable[str]) -> list[str]:
-    """The index terms for folded query terms, each once."""
-    return list(dict.fromkeys(terms))
+    """The index terms for folded query terms (their stems), each once."""
+    return list(dict.fromkeys(keyword_term(term) for term in terms))
 
 
 @dataclass(frozen=True)

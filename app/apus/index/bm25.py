@@ -42,7 +42,8 @@ class Bm25Params:
     fields. The fields of a group are one text to BM25F (their weighted frequencies add up
     before saturating); each group saturates apart and the groups' scores add up.
 
-    `note_field` is the column holding each chunk's note id; `repeated_in` names, for a
+    `note_field` is the column holding each chunk's note id, `id_field` the one holding the
+    id callers know a chunk by; `repeated_in` names, for a
     field, the field holding the part of it that repeats the previous chunk (subtracted
     when the note is scored as a whole). Fields without one hold the same text in every
     chunk of a note (path, title) or only a little (headings): the note takes the most.
@@ -52,6 +53,7 @@ class Bm25Params:
     k1: float = 1.2
     b: float = 0.75
     note_field: str = "note"
+    id_field: str = "chunk"
     repeated_in: Mapping[str, str] | None = None
 
     @property
@@ -76,8 +78,8 @@ class SegmentCache:
     def lengths(self, reader: Any, field: str) -> np.ndarray:
         return self._get(reader, "len:" + field, lambda: _read_lengths(reader, field))
 
-    def notes(self, reader: Any, field: str) -> np.ndarray:
-        return self._get(reader, "note:" + field, lambda: _read_numbers(reader, field))
+    def numbers(self, reader: Any, field: str) -> np.ndarray:
+        return self._get(reader, "column:" + field, lambda: _read_numbers(reader, field))
 
     def _get(self, reader: Any, what: str, read: Any) -> np.ndarray:
         key = (_segment_id(reader), what)
@@ -114,6 +116,7 @@ class Statistics:
     searcher (deletions change when the searcher reopens, segments do not)."""
 
     live: np.ndarray  # bool per document number
+    ids: np.ndarray  # document number -> the chunk's id (`id_field`)
     note_of: np.ndarray  # document number -> note number (0..notes-1), -1 when deleted
     chunks: _Level
     notes: _Level
@@ -123,6 +126,7 @@ def collect_statistics(searcher: Any, params: Bm25Params, cache: SegmentCache) -
     total = searcher.doc_count_all()
     live = np.zeros(total, dtype=bool)
     note_ids = np.full(total, _NO_NOTE, dtype=np.int64)
+    ids = np.zeros(total, dtype=np.int64)
     lengths = {field: np.zeros(total, dtype=np.float64) for field in params.fields()}
     for leaf, offset in searcher.leaf_searchers():
         reader = leaf.reader()
@@ -135,7 +139,8 @@ def collect_statistics(searcher: Any, params: Bm25Params, cache: SegmentCache) -
         if len(deleted):
             alive[deleted] = False
         live[span] = alive
-        note_ids[span] = np.where(alive, cache.notes(reader, params.note_field), _NO_NOTE)
+        note_ids[span] = np.where(alive, cache.numbers(reader, params.note_field), _NO_NOTE)
+        ids[span] = cache.numbers(reader, params.id_field)
         for field, array in lengths.items():
             array[span] = cache.lengths(reader, field)
     unique, note_of = np.unique(note_ids, return_inverse=True)
@@ -149,7 +154,7 @@ def collect_statistics(searcher: Any, params: Bm25Params, cache: SegmentCache) -
     chunks = _Level(chunk_count, lengths, _averages(lengths, chunk_count))
     note_lengths = _note_lengths(lengths, note_of[live], live, len(unique), params)
     notes = _Level(len(unique), note_lengths, _averages(note_lengths, len(unique)))
-    return Statistics(live, note_of, chunks, notes)
+    return Statistics(live, ids, note_of, chunks, notes)
 
 
 def _averages(lengths: Mapping[str, np.ndarray], count: int) -> dict[str, float]:

@@ -69,7 +69,8 @@ class ApusTokenizer(Tokenizer):
 
 # Bump when the schema or what the fields hold changes: an index in another format is rebuilt.
 # 2: BM25F scored here (weights at query time), a note id column, the repeated overlap field.
-KEYWORD_FORMAT = 2
+# 3: the chunk id as a column (read once per segment, not per result).
+KEYWORD_FORMAT = 3
 
 # A note's name (its path and file name) is evidence apart from its text: a word there
 # saturates on its own and adds to the text's score, so a note named for the query is not
@@ -89,6 +90,7 @@ PARAMS = Bm25Params(
     k1=BM25_K1,
     b=BM25_B,
     note_field="note",
+    id_field="chunk",
     repeated_in={"body": "overlap"},
 )
 
@@ -96,10 +98,11 @@ PARAMS = Bm25Params(
 def _schema() -> Schema:
     analyzer = ApusTokenizer()
     return Schema(
-        chunk_id=ID(stored=True, unique=True),
+        chunk_id=ID(unique=True),
         file_id=ID(),
-        # The note a chunk belongs to, as a column: scoring a note whole needs it for every
-        # matching chunk at once.
+        # The chunk's and its note's ids as columns, read for every document at once: scoring
+        # a note whole needs the note of every matching chunk, and a result its chunk id.
+        chunk=COLUMN(NumericColumn("q", default=0)),
         note=COLUMN(NumericColumn("q", default=0)),
         path=TEXT(analyzer=analyzer, phrase=False),
         stem=TEXT(analyzer=analyzer, phrase=False),
@@ -119,6 +122,7 @@ def _document(chunk: ChunkRecord, overlap: str) -> dict[str, object]:
     return {
         "chunk_id": str(chunk.id),
         "file_id": str(chunk.file_id),
+        "chunk": chunk.id,
         "note": chunk.file_id,
         "path": path,
         "stem": posixpath.basename(path),
@@ -305,7 +309,7 @@ class KeywordIndex:
         with self._lock:
             searcher, statistics = self._current_searcher(generation)
             top = top_scores(searcher, search_terms(terms), limit, statistics, PARAMS)
-            return [(int(searcher.stored_fields(doc)["chunk_id"]), score) for doc, score in top]
+            return [(int(statistics.ids[doc]), score) for doc, score in top]
 
     def _current_searcher(self, generation: int):  # type: ignore[no-untyped-def]
         if (

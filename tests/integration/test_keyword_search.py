@@ -210,6 +210,41 @@ def test_limit_and_no_match(tmp_path: Path) -> None:
     assert search_paths(settings, "   ") == []
 
 
+def test_english_word_forms_find_each_other(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write_note(vault, "herons.md", "# Herons\n\nTwo studies of grey herons feeding at dawn.\n")
+    write_note(vault, "waders.md", "# Waders\n\nThe curlew ran along the mudflat.\n")
+    write_note(vault, "menu.md", "# Menu\n\nA café crème at the corner.\n")
+    settings = _indexed(vault)
+    assert search_paths(settings, "study heron feed") == ["herons.md"]
+    assert search_paths(settings, "Studied HERONS") == ["herons.md"]
+    assert search_paths(settings, "curlews") == ["waders.md"]
+    assert search_paths(settings, _nfd("cafés crèmes")) == ["menu.md"]
+
+
+def test_exact_identifiers_rank_their_notes_first(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write_note(vault, "runbook.md", "# Runbook\n\nSince JIRA-4821 the pool is capped at 40.\n")
+    write_note(vault, "sidecar.md", "# Sidecar\n\nJIRA-5107 tracks the native sidecar.\n")
+    write_note(vault, "manual.md", "# Manual\n\nSee page 4821 of the manual for the pool.\n")
+    write_note(
+        vault,
+        "ssh.md",
+        "# SSH\n\n```\nHost gateway-host\n  HostName 10.0.0.1\n  User admin\n```\n",
+    )
+    write_note(
+        vault,
+        "network.md",
+        "# Network\n\nThe router is the gateway for the flat; every host on the LAN gets its "
+        "address from it, and the printer, the laptops and the phones all hang off it too.\n",
+    )
+    settings = _indexed(vault)
+    assert search_paths(settings, "JIRA-4821")[0] == "runbook.md"
+    assert set(search_paths(settings, "JIRA-4821")) == {"runbook.md", "sidecar.md", "manual.md"}
+    assert search_paths(settings, "jira-4821")[0] == "runbook.md"
+    assert search_paths(settings, "gateway-host")[0] == "ssh.md"
+
+
 # Realistic questions against the bundled sample vault, and the note a person expects.
 SAMPLE_QUERIES = [
     ("sourdough starter feeding", "notes/sourdough.md"),

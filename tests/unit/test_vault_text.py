@@ -213,3 +213,42 @@ def test_query_terms_drop_function_words_but_never_everything() -> None:
     assert query_terms("Where do I keep the WiFi password?") == ["keep", "wifi", "password"]
     assert query_terms("the who") == ["the", "who"]  # only function words: keep them
     assert query_terms("café Café") == ["cafe"]
+
+
+# --- keyword_term -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("forms", "stem"),
+    [
+        (("study", "studies", "studied"), "studi"),
+        (("run", "running", "runs"), "run"),
+        (("protein", "proteins"), "protein"),
+        (("connection", "connections", "connected"), "connect"),
+    ],
+)
+def test_keyword_term_meets_english_word_forms(forms: tuple[str, ...], stem: str) -> None:
+    from apus.vault.text import keyword_term
+
+    assert {keyword_term(form) for form in forms} == {stem}
+
+
+@pytest.mark.parametrize("term", ["4821", "k3s", "ipv6", "v2", "東京", "한국", "ж", "ελλάδα"])
+def test_keyword_term_leaves_identifiers_and_other_scripts_alone(term: str) -> None:
+    from apus.vault.text import keyword_term
+
+    assert keyword_term(term) == term
+
+
+def test_keyword_terms_of_nfc_and_nfd_spellings_are_equal() -> None:
+    from apus.vault.text import keyword_term
+
+    for word in ("Crèmes", "Café", "naïvely", "Ōsaka"):
+        nfc = [keyword_term(t) for t in terms(unicodedata.normalize("NFC", word))]
+        assert [keyword_term(t) for t in terms(nfd(word))] == nfc, word
+    assert [keyword_term(t) for t in terms("JIRA-4821 gateway-host")] == [
+        "jira",
+        "4821",
+        "gateway",
+        "host",
+    ]

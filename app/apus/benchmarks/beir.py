@@ -6,15 +6,25 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
+import numpy as np
 import yaml
 
 from apus import paths
+from apus.benchmarks.textbook_bm25 import TextbookBm25
 from apus.config import Settings, load_settings
-from apus.search.engine import SearchOptions
+from apus.errors import ConfigError
+from apus.search.engine import Searcher, SearchOptions
+from apus.search.vector_leg import VectorAvailability, VectorLeg
+
+Split = Literal["all", "odd", "even"]
+# Only query-time settings may vary within one run: the index (chunks, vectors) is shared.
+VARIABLE_PREFIX = "memory.search.query."
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,23 @@ class ModeMetrics:
     ndcg_at_10: float
     recall_at_100: float
     mrr_at_10: float
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One set of query-time settings to score: `label` as the user wrote it."""
+
+    label: str
+    overrides: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    variant: Variant
+    metrics: list[ModeMetrics]
+
+
+DEFAULTS = Variant("defaults")
 
 
 def load_collection(beir_dir: Path, qrels_file: Path, limit_docs: int | None) -> Collection:
@@ -65,6 +92,48 @@ def load_collection(beir_dir: Path, qrels_file: Path, limit_docs: int | None) ->
             if row["_id"] in qrels:
                 queries[row["_id"]] = row["text"]
     return Collection(corpus, queries, qrels)
+
+
+def select_queries(queries: Mapping[str, str], split: Split) -> dict[str, str]:
+    """The queries of one half, for tuning on one and reporting on the other: odd or even
+    numeric ids (other ids by their 1-based position in the file)."""
+    if split == "all":
+        return dict(queries)
+    wanted = 1 if split == "odd" else 0
+    kept = {}
+    for position, (query_id, text) in enumerate(queries.items(), start=1):
+        number = int(query_id) if query_id.isdigit() else position
+        if number % 2 == wanted:
+            kept[query_id] = text
+    return kept
+
+
+def parse_variant(text: str) -> Variant:
+    """`key=value[,key=value...]` of query settings, e.g.
+    `memory.search.query.hybrid.vectorWeight=0.5`; values are TOML literals or strings."""
+    overrides: dict[str, object] = {}
+    for assignment in re.split(r",(?=\s*[\w.]+\s*=)", text):
+        key, sep, raw = assignment.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(
+                f"`--set {text}` is not key=value.",
+                fix="apus eval ... --set memory.search.query.hybrid.vectorWeight=0.5",
+            )
+        if not key.startswith(VARIABLE_PREFIX):
+            raise ConfigError(
+                f"`--set {key}` would change the index, which all settings of a run share.",
+                fix=f"vary only {VARIABLE_PREFIX}* keys (run `apus eval` again for the others)",
+            )
+        overrides[key] = _literal(raw.strip())
+    return Variant(text, overrides)
+
+
+def _literal(raw: str) -> object:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
 
 
 def _file_name(doc_id: str) -> str:
@@ -109,7 +178,7 @@ def mrr_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
 
 
 def eval_settings(
-    vault: Path, index_dir: Path, model_path: str, prefix_scheme: str, extra: dict[str, object]
+    vault: Path, index_dir: Path, model_path: str, prefix_scheme: str, extra: Mapping[str, object]
 ) -> Settings:
     overrides: dict[str, object] = {
         "vault": str(vault),
@@ -130,39 +199,107 @@ def workspace(beir_dir: Path, limit_docs: int | None) -> Path:
     return paths.cache_dir() / "eval" / key
 
 
+class _RememberingLeg:
+    """A vector leg whose answers are kept per (query, k), so that every setting and mode
+    of one run embeds each query once. The session that made the real leg closes it."""
+
+    def __init__(self, leg: VectorLeg) -> None:
+        self._leg = leg
+        self._answers: dict[tuple[str, int], dict[int, float]] = {}
+
+    def availability(self) -> VectorAvailability:
+        return self._leg.availability()
+
+    def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> dict[int, float]:
+        if allowed is not None:  # the evaluation never filters; a filtered ask is not cached
+            return self._leg.search(query, k, allowed)
+        key = (query, k)
+        if key not in self._answers:
+            self._answers[key] = self._leg.search(query, k)
+        return dict(self._answers[key])
+
+    def neighbours(self, chunk_ids: list[int], k: int) -> dict[int, float]:
+        return self._leg.neighbours(chunk_ids, k)
+
+    def close(self) -> None:
+        """The session closes the real leg."""
+
+
 def evaluate(
-    settings: Settings,
+    settings_for: Callable[[Mapping[str, object]], Settings],
     collection: Collection,
     mapping: dict[str, str],
     modes: tuple[str, ...],
     *,
+    variants: Sequence[Variant] = (DEFAULTS,),
     mmr: bool | None = None,
     on_query: Callable[[str, int, int], None] | None = None,
-) -> list[ModeMetrics]:
+) -> list[VariantResult]:
+    """Score every mode under every variant's settings (`settings_for(overrides)`), on the
+    index the first variant's settings name."""
     from apus.memory import Memory
 
-    memory = Memory(settings=settings)
+    first = Memory(settings=settings_for(variants[0].overrides))
+    real = first.searcher().vector_leg
+    leg = _RememberingLeg(real) if real is not None else None
     results = []
     try:
-        for mode in modes:
-            options = SearchOptions(mode=mode, limit=100, min_score=0.0, mmr=mmr)  # type: ignore[arg-type]
-            ndcg = recall = mrr = 0.0
-            total = len(collection.queries)
-            for number, (query_id, text) in enumerate(collection.queries.items(), start=1):
-                response = memory.search(text, options)
-                ranked: list[str] = []
-                for hit in response.hits:
-                    doc = mapping.get(hit.path)
-                    if doc is not None and doc not in ranked:
-                        ranked.append(doc)
-                relevant = collection.qrels[query_id]
-                ndcg += ndcg_at(ranked, relevant, 10)
-                recall += recall_at(ranked, relevant, 100)
-                mrr += mrr_at(ranked, relevant, 10)
-                if on_query is not None:
-                    on_query(mode, number, total)
-            count = max(total, 1)
-            results.append(ModeMetrics(mode, total, ndcg / count, recall / count, mrr / count))
+        for variant in variants:
+            searcher = Searcher(
+                settings_for(variant.overrides), vector_leg=leg, strict=first.strict
+            )
+            try:
+                metrics = [
+                    _score_mode(searcher, mode, collection, mapping, mmr, on_query)
+                    for mode in modes
+                ]
+            finally:
+                searcher.close()
+            results.append(VariantResult(variant, metrics))
     finally:
-        memory.close()
+        first.close()
     return results
+
+
+def _score_mode(
+    searcher: Searcher,
+    mode: str,
+    collection: Collection,
+    mapping: dict[str, str],
+    mmr: bool | None,
+    on_query: Callable[[str, int, int], None] | None,
+) -> ModeMetrics:
+    options = SearchOptions(mode=mode, limit=100, min_score=0.0, mmr=mmr)  # type: ignore[arg-type]
+    runs: dict[str, list[str]] = {}
+    total = len(collection.queries)
+    for number, (query_id, text) in enumerate(collection.queries.items(), start=1):
+        ranked: list[str] = []
+        for hit in searcher.search(text, options).hits:
+            doc = mapping.get(hit.path)
+            if doc is not None and doc not in ranked:
+                ranked.append(doc)
+        runs[query_id] = ranked
+        if on_query is not None:
+            on_query(mode, number, total)
+    return score_runs(mode, runs, collection)
+
+
+def score_runs(mode: str, runs: Mapping[str, list[str]], collection: Collection) -> ModeMetrics:
+    """Mean nDCG@10, Recall@100 and MRR@10 of ranked document ids per query."""
+    ndcg = recall = mrr = 0.0
+    for query_id in collection.queries:
+        ranked, relevant = runs.get(query_id, []), collection.qrels[query_id]
+        ndcg += ndcg_at(ranked, relevant, 10)
+        recall += recall_at(ranked, relevant, 100)
+        mrr += mrr_at(ranked, relevant, 10)
+    total = len(collection.queries)
+    count = max(total, 1)
+    return ModeMetrics(mode, total, ndcg / count, recall / count, mrr / count)
+
+
+def textbook_reference(collection: Collection) -> ModeMetrics:
+    """The textbook BM25 (`apus.benchmarks.textbook_bm25`) on the same documents and queries."""
+    documents = {doc: f"{title} {text}" for doc, (title, text) in collection.corpus.items()}
+    bm25 = TextbookBm25(documents)
+    runs = {query_id: bm25.search(text, 100) for query_id, text in collection.queries.items()}
+    return score_runs("textbook", runs, collection)

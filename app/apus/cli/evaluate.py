@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from apus.cli.context import run_guarded
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from apus.benchmarks.beir import ModeMetrics, VariantResult
+    from apus.config import Settings
 
 
 @click.command("eval")
@@ -43,6 +52,22 @@ from apus.cli.context import run_guarded
 )
 @click.option("--mmr/--no-mmr", default=None, help="Force MMR on or off (default: config).")
 @click.option("--limit-queries", type=int, help="Score only the first N judged queries.")
+@click.option(
+    "--set",
+    "settings_sets",
+    multiple=True,
+    metavar="KEY=VALUE[,KEY=VALUE]",
+    help="Also score under these query settings (repeatable: one result set each), e.g. "
+    "memory.search.query.hybrid.vectorWeight=0.5.",
+)
+@click.option(
+    "--split",
+    type=click.Choice(["all", "odd", "even"]),
+    default="all",
+    show_default=True,
+    help="Score only odd or even query ids (tune on one half, report on the other).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def evaluate(
     beir_dir: Path,
     qrels: Path,
@@ -52,8 +77,13 @@ def evaluate(
     prefix_scheme: str,
     mmr: bool | None,
     limit_queries: int | None,
+    settings_sets: tuple[str, ...],
+    split: str,
+    as_json: bool,
 ) -> None:
-    """Index a BEIR collection as notes and print nDCG@10, Recall@100 and MRR@10 per mode.
+    """Index a BEIR collection as notes and print nDCG@10, Recall@100 and MRR@10 per mode,
+    under the configured settings and each `--set`, beside a textbook BM25 on the same
+    documents and queries.
 
     The vault and the embedding cache are kept in the cache folder, so a second run only
     re-runs the queries.
@@ -61,42 +91,99 @@ def evaluate(
 
     def body() -> None:
         from apus.benchmarks.beir import (
+            DEFAULTS,
             Collection,
             eval_settings,
             evaluate,
             load_collection,
+            parse_variant,
+            select_queries,
+            textbook_reference,
             workspace,
             write_vault,
         )
         from apus.cli.progress import SyncProgressBar
         from apus.memory import Memory
 
+        variants = [DEFAULTS, *(parse_variant(text) for text in settings_sets)]
         collection = load_collection(beir_dir, qrels, limit_docs)
+        kept = select_queries(collection.queries, split)  # type: ignore[arg-type]
         if limit_queries:
-            kept = dict(list(collection.queries.items())[:limit_queries])
-            collection = Collection(collection.corpus, kept, collection.qrels)
+            kept = dict(list(kept.items())[:limit_queries])
+        collection = Collection(collection.corpus, kept, collection.qrels)
         root = workspace(beir_dir, limit_docs)
         mapping = write_vault(collection, root / "vault")
         scheme_key = prefix_scheme or "auto"
         model_key = Path(model).stem if model else "keyword"
         index_dir = root / "index" / f"{model_key}-{scheme_key}"
-        settings = eval_settings(root / "vault", index_dir, model or "", prefix_scheme, {})
+
+        def settings_for(overrides: Mapping[str, object]) -> Settings:
+            return eval_settings(root / "vault", index_dir, model or "", prefix_scheme, overrides)
+
+        for variant in variants:
+            settings_for(variant.overrides)  # a bad --set fails now, not after indexing
         click.echo(
-            f"{len(collection.corpus)} documents, {len(collection.queries)} judged queries; "
-            f"index {index_dir}",
+            f"{len(collection.corpus)} documents, {len(collection.queries)} judged queries "
+            f"({split}); index {index_dir}",
             err=True,
         )
-        with Memory(settings=settings) as memory, SyncProgressBar() as bar:
+        with (
+            Memory(settings=settings_for({})) as memory,
+            SyncProgressBar(enabled=not as_json) as bar,
+        ):
             report = memory.sync(progress=bar.update)
         if report.embedding.reason:
             click.secho(f"Embeddings: {report.embedding.message()}", fg="yellow", err=True)
         chosen = modes or (("keyword", "vector", "hybrid") if model else ("keyword",))
-        metrics = evaluate(settings, collection, mapping, chosen, mmr=mmr)
-        click.echo(f"{'mode':<8} {'queries':>7} {'nDCG@10':>8} {'Recall@100':>10} {'MRR@10':>7}")
-        for m in metrics:
-            click.echo(
-                f"{m.mode:<8} {m.queries:>7} {m.ndcg_at_10:>8.4f} {m.recall_at_100:>10.4f} "
-                f"{m.mrr_at_10:>7.4f}"
-            )
+        results = evaluate(settings_for, collection, mapping, chosen, variants=variants, mmr=mmr)
+        reference = textbook_reference(collection)
+        if as_json:
+            _print_json(beir_dir, split, len(collection.corpus), results, reference)
+        else:
+            _print_table(results, reference)
 
     run_guarded(body)
+
+
+def _print_table(results: list[VariantResult], reference: ModeMetrics) -> None:
+    width = max(len("setting"), *(len(r.variant.label) for r in results))
+    click.echo(
+        f"{'setting':<{width}}  {'mode':<8} {'queries':>7} {'nDCG@10':>8} {'Recall@100':>10} "
+        f"{'MRR@10':>7}"
+    )
+    for result in results:
+        for m in result.metrics:
+            click.echo(f"{result.variant.label:<{width}}  {_figures(m)}")
+    click.echo(f"{'reference':<{width}}  {_figures(reference)}")
+    click.echo("reference: textbook BM25 over title + text (lowercase \\w+, k1 0.9, b 0.4)")
+
+
+def _figures(m: ModeMetrics) -> str:
+    return (
+        f"{m.mode:<8} {m.queries:>7} {m.ndcg_at_10:>8.4f} {m.recall_at_100:>10.4f} "
+        f"{m.mrr_at_10:>7.4f}"
+    )
+
+
+def _print_json(
+    beir_dir: Path,
+    split: str,
+    documents: int,
+    results: list[VariantResult],
+    reference: ModeMetrics,
+) -> None:
+    data = {
+        "collection": str(beir_dir),
+        "documents": documents,
+        "split": split,
+        "runs": [
+            {
+                "setting": result.variant.label,
+                "overrides": result.variant.overrides,
+                "modes": [asdict(m) for m in result.metrics],
+            }
+            for result in results
+        ],
+        "reference": {"name": "textbook BM25", "k1": 0.9, "b": 0.4, **asdict(reference)},
+    }
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))

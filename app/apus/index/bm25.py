@@ -1,112 +1,361 @@
-"""Whoosh's BM25F scores for an any-of-these-words query, computed with numpy.
+"""BM25F over Whoosh's postings, scored per chunk and per note, with numpy.
 
-Whoosh scores a union query one posting at a time in Python: a common word in a 100k-chunk
-index costs a hundred milliseconds or more. Here each term's posting list is read a block at
-a time from Whoosh's own postings, and BM25F (Whoosh's formula, IDF and length encoding) is
-applied to whole arrays. The scores are Whoosh's to rounding; the tests compare them with
-`Searcher.search` on the same index.
+Whoosh keeps the postings; the scoring is done here, on whole posting lists, because Whoosh
+scores a union query one posting at a time in Python (a common word in a 100k-chunk index
+costs a hundred milliseconds or more) and its own BM25F is not the one that ranks best:
+
+- Fields are combined before saturation (Robertson and Zaragoza's BM25F): a word in the
+  title and the body of a chunk is one strong match, not two saturated ones summed.
+- IDF is Lucene's `ln(1 + (N - df + 0.5) / (df + 0.5))`, which gives very common words
+  almost nothing; Whoosh's `1 + ln(N / (df + 1))` gives every word at least 1.
+- Every statistic (N, df, average lengths) counts live documents only. Whoosh keeps
+  deleted documents in its counts until segments merge, so an index updated in place would
+  rank differently from the same notes indexed afresh.
+- A chunk scores at least what its note scores as a whole (the note's chunks taken as one
+  text, each line once: the overlap a chunk repeats from the one before is subtracted), so
+  a note split into chunks never ranks below the same note unsplit, even when the words of
+  a query fall in different chunks. The note's other matching chunks get that floor scaled
+  by how well they match next to its best one, so the best passage leads. A long note whose
+  words sit in one passage keeps that passage's own (higher) score: scored only as a whole,
+  length normalisation would bury it under every short note that mentions the words once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN
-from whoosh.scoring import BM25F
 from whoosh.util.numeric import byte_to_length
 
 # Whoosh stores each field length in one byte; this is its decoding table.
 _BYTE_TO_LENGTH = np.array([byte_to_length(b) for b in range(256)], dtype=np.float64)
+_NO_NOTE = -1
 
 
 @dataclass(frozen=True)
-class Clause:
-    """One term in one field, its score multiplied by `boost`."""
+class Bm25Params:
+    """BM25F parameters: saturation `k1`, length normalisation `b`, and groups of weighted
+    fields. The fields of a group are one text to BM25F (their weighted frequencies add up
+    before saturating); each group saturates apart and the groups' scores add up.
 
-    field: str
-    term: str
-    boost: float = 1.0
+    `note_field` is the column holding each chunk's note id, `id_field` the one holding the
+    id callers know a chunk by; `repeated_in` names, for a
+    field, the field holding the part of it that repeats the previous chunk (subtracted
+    when the note is scored as a whole). Fields without one hold the same text in every
+    chunk of a note (path, title) or only a little (headings): the note takes the most.
+    """
+
+    groups: tuple[Mapping[str, float], ...]
+    k1: float = 1.2
+    b: float = 0.75
+    note_field: str = "note"
+    id_field: str = "chunk"
+    repeated_in: Mapping[str, str] | None = None
+
+    @property
+    def weights(self) -> dict[str, float]:
+        """Every scored field with its weight."""
+        return {field: weight for group in self.groups for field, weight in group.items()}
+
+    def fields(self) -> list[str]:
+        """Every field whose postings and lengths are read."""
+        weights = self.weights
+        extra = list((self.repeated_in or {}).values())
+        return [*weights, *(f for f in extra if f not in weights)]
 
 
-class LengthCache:
-    """Field lengths of every document, per segment. Segments never change once written
-    (deletions aside), so an incremental update only reads the new segment's lengths."""
+class SegmentCache:
+    """Field lengths and note ids of every document, per segment. A segment never changes
+    once written (deletions aside), so an incremental update only reads the new segment."""
 
     def __init__(self) -> None:
         self._arrays: dict[tuple[str, str], np.ndarray] = {}
 
     def lengths(self, reader: Any, field: str) -> np.ndarray:
-        key = (reader.segment().segment_id(), field)
+        return self._get(reader, "len:" + field, lambda: _read_lengths(reader, field))
+
+    def numbers(self, reader: Any, field: str) -> np.ndarray:
+        return self._get(reader, "column:" + field, lambda: _read_numbers(reader, field))
+
+    def _get(self, reader: Any, what: str, read: Any) -> np.ndarray:
+        key = (_segment_id(reader), what)
         cached = self._arrays.get(key)
         if cached is None:
-            cached = _read_lengths(reader, field)
+            cached = read()
             self._arrays[key] = cached
         return cached
 
     def keep_only(self, searcher: Any) -> None:
         """Forget segments the searcher no longer has (merged away); call when it reopens."""
-        live = {leaf.reader().segment().segment_id() for leaf, _ in searcher.leaf_searchers()}
+        live = {_segment_id(leaf.reader()) for leaf, _ in searcher.leaf_searchers()}
         self._arrays = {k: v for k, v in self._arrays.items() if k[0] in live}
+
+
+def _segment_id(reader: Any) -> str:
+    segment = reader.segment()
+    # An index without documents has an empty reader and no segment at all.
+    return "" if segment is None else segment.segment_id()
+
+
+@dataclass(frozen=True)
+class _Level:
+    """Lengths and their averages over the live units (chunks or notes) of one level."""
+
+    count: int
+    lengths: dict[str, np.ndarray]
+    averages: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """What BM25F needs besides postings, over live documents only; built once per
+    searcher (deletions change when the searcher reopens, segments do not)."""
+
+    live: np.ndarray  # bool per document number
+    ids: np.ndarray  # document number -> the chunk's id (`id_field`)
+    note_of: np.ndarray  # document number -> note number (0..notes-1), -1 when deleted
+    chunks: _Level
+    notes: _Level
+
+
+def collect_statistics(searcher: Any, params: Bm25Params, cache: SegmentCache) -> Statistics:
+    total = searcher.doc_count_all()
+    live = np.zeros(total, dtype=bool)
+    note_ids = np.full(total, _NO_NOTE, dtype=np.int64)
+    ids = np.zeros(total, dtype=np.int64)
+    lengths = {field: np.zeros(total, dtype=np.float64) for field in params.fields()}
+    for leaf, offset in searcher.leaf_searchers():
+        reader = leaf.reader()
+        count = reader.doc_count_all()
+        if not count:
+            continue
+        span = slice(offset, offset + count)
+        alive = np.ones(count, dtype=bool)
+        deleted = _deleted(reader)
+        if len(deleted):
+            alive[deleted] = False
+        live[span] = alive
+        note_ids[span] = np.where(alive, cache.numbers(reader, params.note_field), _NO_NOTE)
+        ids[span] = cache.numbers(reader, params.id_field)
+        for field, array in lengths.items():
+            array[span] = cache.lengths(reader, field)
+    unique, note_of = np.unique(note_ids, return_inverse=True)
+    if len(unique) and unique[0] == _NO_NOTE:  # deleted documents belong to no note
+        note_of = note_of - 1
+        unique = unique[1:]
+    note_of[~live] = _NO_NOTE
+    chunk_count = int(live.sum())
+    for array in lengths.values():
+        array[~live] = 0.0
+    chunks = _Level(chunk_count, lengths, _averages(lengths, chunk_count))
+    note_lengths = _note_lengths(lengths, note_of[live], live, len(unique), params)
+    notes = _Level(len(unique), note_lengths, _averages(note_lengths, len(unique)))
+    return Statistics(live, ids, note_of, chunks, notes)
+
+
+def _averages(lengths: Mapping[str, np.ndarray], count: int) -> dict[str, float]:
+    return {field: float(array.sum()) / count if count else 0.0 for field, array in lengths.items()}
+
+
+def _note_lengths(
+    lengths: Mapping[str, np.ndarray],
+    note_of_live: np.ndarray,
+    live: np.ndarray,
+    notes: int,
+    params: Bm25Params,
+) -> dict[str, np.ndarray]:
+    repeated = params.repeated_in or {}
+    result: dict[str, np.ndarray] = {}
+    for field in params.weights:
+        per_chunk = lengths[field][live]
+        if field in repeated:
+            per_chunk = per_chunk - lengths[repeated[field]][live]
+            result[field] = np.bincount(note_of_live, weights=per_chunk, minlength=notes)
+        else:
+            most = np.zeros(notes, dtype=np.float64)
+            np.maximum.at(most, note_of_live, per_chunk)
+            result[field] = most
+    return result
+
+
+def lucene_idf(count: int, frequency: int) -> float:
+    return math.log(1.0 + (count - frequency + 0.5) / (frequency + 0.5))
 
 
 def top_scores(
     searcher: Any,
-    clauses: Sequence[Clause],
+    terms: Iterable[str],
     limit: int,
-    lengths: LengthCache,
+    stats: Statistics,
+    params: Bm25Params,
+    allowed: np.ndarray | None = None,
 ) -> list[tuple[int, float]]:
-    """(docnum, score) of the best `limit` documents matching any clause, best first;
-    ties in document order, as Whoosh breaks them. B and K1 are the searcher's BM25F's."""
-    weighting = searcher.weighting
-    if not isinstance(weighting, BM25F):
-        raise TypeError(f"the searcher must score with BM25F, not {type(weighting).__name__}")
-    b, k1 = weighting.B, weighting.K1
-    scores = np.zeros(searcher.doc_count_all(), dtype=np.float64)
+    """(docnum, score) of the best `limit` chunks matching any of `terms`, best first;
+    ties in document order. A chunk scores its own BM25F score or, if higher, its note's
+    whole-note BM25F score times its own over the best one of its note. With `allowed`
+    (chunk ids), only those chunks compete: a filter applied before the cut, not after."""
+    chunk_scores = np.zeros(len(stats.live), dtype=np.float64)
+    note_scores = np.zeros(stats.notes.count, dtype=np.float64)
     leaves = searcher.leaf_searchers()
-    for clause in clauses:
-        if searcher.doc_frequency(clause.field, clause.term) == 0:
+    for term in dict.fromkeys(terms):
+        postings = _term_postings(leaves, term, params.fields(), stats.live)
+        if postings is None:
             continue
-        idf = searcher.idf(clause.field, clause.term)
-        avgfl = searcher.avg_field_length(clause.field) or 1
+        matched, tf = postings
+        chunk_scores[matched] += _chunk_term_scores(matched, tf, stats, params)
+        notes, scores = _note_term_scores(matched, tf, stats, params)
+        note_scores[notes] += scores
+    if allowed is not None:
+        chunk_scores[~_admitted(stats.ids, allowed)] = 0.0
+    return _final_ranking(chunk_scores, note_scores, stats, limit)
+
+
+def _admitted(ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Per document: is its chunk id among `allowed`? (A lookup table: linear in both.)"""
+    if not len(allowed) or not len(ids):
+        return np.zeros(len(ids), dtype=bool)
+    size = int(max(ids.max(), allowed.max())) + 1
+    table = np.zeros(size, dtype=bool)
+    table[allowed] = True
+    return table[ids]
+
+
+def _term_postings(
+    leaves: list[tuple[Any, int]], term: str, fields: list[str], live: np.ndarray
+) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """The live documents holding `term` in any field (sorted), and its frequency in each
+    field for each of them (0 where absent)."""
+    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for field in fields:
+        ids_parts, tf_parts = [], []
         for leaf, offset in leaves:
             reader = leaf.reader()
-            if (clause.field, clause.term) not in reader:
+            if (field, term) not in reader:
                 continue
-            ids, tf = _postings(reader, clause.field, clause.term)
-            if not len(ids):
-                continue
-            fl = lengths.lengths(reader, clause.field)[ids]
-            bm25 = idf * ((tf * (k1 + 1)) / (tf + k1 * ((1 - b) + b * fl / avgfl)))
-            scores[ids + offset] += clause.boost * bm25
-    matched = np.flatnonzero(scores > 0)
+            ids, tf = _postings(reader, field, term)
+            ids = ids + offset
+            keep = live[ids]
+            ids_parts.append(ids[keep])
+            tf_parts.append(tf[keep])
+        if ids_parts:
+            found[field] = (np.concatenate(ids_parts), np.concatenate(tf_parts))
+    if not found:
+        return None
+    matched = np.unique(np.concatenate([ids for ids, _ in found.values()]))
     if not len(matched):
+        return None
+    tf_by_field: dict[str, np.ndarray] = {}
+    for field in fields:
+        column = np.zeros(len(matched), dtype=np.float64)
+        if field in found:
+            ids, tf = found[field]
+            column[np.searchsorted(matched, ids)] = tf
+        tf_by_field[field] = column
+    return matched, tf_by_field
+
+
+def _saturate(weighted_tf: np.ndarray, k1: float) -> np.ndarray:
+    return weighted_tf * (k1 + 1.0) / (weighted_tf + k1)
+
+
+def _normalised(tf: np.ndarray, length: np.ndarray, average: float, b: float) -> np.ndarray:
+    return tf / ((1.0 - b) + b * length / (average or 1.0))
+
+
+def _chunk_term_scores(
+    matched: np.ndarray, tf: Mapping[str, np.ndarray], stats: Statistics, params: Bm25Params
+) -> np.ndarray:
+    level = stats.chunks
+    lengths = {field: level.lengths[field][matched] for field in params.weights}
+    return _group_scores(tf, lengths, level, params)
+
+
+def _note_term_scores(
+    matched: np.ndarray, tf: Mapping[str, np.ndarray], stats: Statistics, params: Bm25Params
+) -> tuple[np.ndarray, np.ndarray]:
+    """The notes holding the term and the term's BM25F score in each, the note taken whole."""
+    level = stats.notes
+    repeated = params.repeated_in or {}
+    notes, position = np.unique(stats.note_of[matched], return_inverse=True)
+    note_tf: dict[str, np.ndarray] = {}
+    for field in params.weights:
+        if field in repeated:
+            fresh = tf[field] - tf[repeated[field]]
+            note_tf[field] = np.bincount(position, weights=fresh, minlength=len(notes))
+        else:
+            most = np.zeros(len(notes), dtype=np.float64)
+            np.maximum.at(most, position, tf[field])
+            note_tf[field] = most
+    lengths = {field: level.lengths[field][notes] for field in params.weights}
+    return notes, _group_scores(note_tf, lengths, level, params)
+
+
+def _group_scores(
+    tf: Mapping[str, np.ndarray],
+    lengths: Mapping[str, np.ndarray],
+    level: _Level,
+    params: Bm25Params,
+) -> np.ndarray:
+    """One term's BM25F score for each unit (chunk or note) of `level` given its field
+    frequencies and lengths: per group, weighted normalised frequencies saturate once."""
+    total = np.zeros(len(next(iter(tf.values()))), dtype=np.float64)
+    for group in params.groups:
+        weighted = np.zeros_like(total)
+        for field, weight in group.items():
+            if weight:
+                weighted += weight * _normalised(
+                    tf[field], lengths[field], level.averages[field], params.b
+                )
+        weighted = np.maximum(weighted, 0.0)
+        frequency = int((weighted > 0).sum())
+        if frequency:
+            total += lucene_idf(level.count, frequency) * _saturate(weighted, params.k1)
+    return total
+
+
+def _final_ranking(
+    chunk_scores: np.ndarray, note_scores: np.ndarray, stats: Statistics, limit: int
+) -> list[tuple[int, float]]:
+    matched = np.flatnonzero(chunk_scores > 0)
+    if not len(matched) or limit <= 0:
         return []
+    notes = stats.note_of[matched]
+    best = np.zeros(len(note_scores), dtype=np.float64)
+    np.maximum.at(best, notes, chunk_scores[matched])
+    own = chunk_scores[matched]
+    scores = np.maximum(own, note_scores[notes] * own / best[notes])
     if len(matched) > limit:
-        # The limit-th best score, then every document at least that good: ties at the
-        # boundary are settled by document order below, as Whoosh does.
-        threshold = np.partition(scores[matched], len(matched) - limit)[len(matched) - limit]
-        matched = matched[scores[matched] >= threshold]
-    order = np.lexsort((matched, -scores[matched]))[:limit]
-    return [(int(doc), float(scores[doc])) for doc in matched[order]]
+        # The limit-th best score, then every chunk at least that good: ties at the
+        # boundary are settled by document order below.
+        threshold = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+        keep = scores >= threshold
+        matched, scores = matched[keep], scores[keep]
+    order = np.lexsort((matched, -scores))[:limit]
+    return [(int(matched[i]), float(scores[i])) for i in order]
+
+
+def _deleted(reader: Any) -> np.ndarray:
+    if not reader.has_deletions():
+        return np.empty(0, dtype=np.int64)
+    deleted = getattr(reader, "deleted_docs_set", None)
+    if deleted is None:  # another codec: ask for each document
+        deleted = [doc for doc in range(reader.doc_count_all()) if reader.is_deleted(doc)]
+    return np.fromiter(deleted, dtype=np.int64, count=len(deleted))
 
 
 def _postings(reader: Any, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
-    """Document numbers and weights (BM25's term frequency) of one term in one segment."""
+    """Document numbers and term frequencies of one term in one segment, deleted documents
+    included (the caller drops them with the live mask)."""
     matcher = reader.postings(field, term)
-    deleted = getattr(reader, "deleted_docs_set", None) or set()
-    leaf = getattr(matcher, "child", matcher) if deleted else matcher
     try:
-        ids, weights = _read_blocks(leaf)
+        # Whoosh wraps the on-disk matcher to skip deletions; the blocks are read below it.
+        return _read_blocks(getattr(matcher, "child", matcher))
     except AttributeError:  # another codec: the public, slower, one-posting-at-a-time way
-        ids, weights = _read_one_by_one(reader.postings(field, term))
-        deleted = set()  # reader.postings() already filtered them
-    if deleted:
-        keep = ~np.isin(ids, np.fromiter(deleted, dtype=np.int64, count=len(deleted)))
-        ids, weights = ids[keep], weights[keep]
-    return ids, weights
+        return _read_one_by_one(reader.postings(field, term))
 
 
 def _read_blocks(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -146,3 +395,17 @@ def _read_lengths(reader: Any, field: str) -> np.ndarray:
         return np.array(
             [reader.doc_field_length(doc, field) or 0 for doc in range(count)], dtype=np.float64
         )
+
+
+def _read_numbers(reader: Any, field: str) -> np.ndarray:
+    """A numeric column's values for every document of one segment."""
+    count = reader.doc_count_all()
+    column = reader.column_reader(field, translate=False)
+    try:
+        # Whoosh writes fixed-width big-endian values and leaves trailing defaults out.
+        raw = column._dbfile.get(column._basepos, column._count * column._fixedlen)
+        values = np.full(count, column._default, dtype=np.int64)
+        values[: column._count] = np.frombuffer(raw, dtype=">" + column._typecode)
+        return values
+    except AttributeError:  # another column type: ask for each document
+        return np.fromiter((int(value) for value in column), dtype=np.int64, count=count)

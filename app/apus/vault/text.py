@@ -1,4 +1,5 @@
-"""Unicode folding (NFC/NFD, case, accents), CJK bigrams, token counts and snippet tokens."""
+"""Unicode folding (NFC/NFD, case, accents), CJK bigrams, English stems, token counts and
+snippet tokens."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from whoosh.lang.porter2 import stem as _porter2
+
 # Bump when analysis changes: a keyword index made with another version is rebuilt.
-ANALYZER_VERSION = 1
+# 2: keyword terms are English stems (`keyword_term`).
+ANALYZER_VERSION = 2
 
 # Kana voicing marks (dakuten, handakuten) are Mn after NFD, but dropping them would make
 # different words equal (が -> か), so folding keeps them; NFC puts them back on the kana.
@@ -194,6 +198,24 @@ QUERY_STOP_WORDS = frozenset(
     their theirs them then there these they this those through to too under until up very was
     we were what when where which while who whom why will with would you your yours""".split()  # noqa: SIM905
 )
+
+
+# Only words of plain letters are stemmed: words with digits (`4821`, `k3s`, `ipv6`) are
+# identifiers, and the stemmer knows English only (folding has already made `café` plain).
+_STEMMABLE_RE = re.compile(r"[a-z]+")
+
+
+@lru_cache(maxsize=1 << 16)
+def keyword_term(term: str) -> str:
+    """The term the keyword index stores for a folded term: its English (Porter2) stem.
+
+    `studies` and `study`, `running` and `run` meet; CJK bigrams, words with digits and
+    words in other scripts stay as they are. Measured on SciFact train (809 queries), stems
+    lift keyword nDCG@10 from 0.672 to 0.704 (odd and even query halves alike); a
+    plural-only stemmer gained about half as much, and leaving the parts of hyphenated
+    words unstemmed (as identifiers) about 60%.
+    """
+    return _porter2(term) if _STEMMABLE_RE.fullmatch(term) else term
 
 
 def query_terms(query: str) -> list[str]:

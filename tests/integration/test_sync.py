@@ -83,9 +83,7 @@ def test_new_changed_and_deleted_files(tmp_path: Path) -> None:
     alpha_ids = chunk_ids_of(settings, "alpha.md")
 
     # A different size guarantees the change is seen whatever the clock's resolution.
-    write_note(
-        vault, "beta.md", "# Beta\n\nNow about the bluethroat singing at dawn, no herons.\n"
-    )
+    write_note(vault, "beta.md", "# Beta\n\nNow about the bluethroat singing at dawn, no herons.\n")
     (vault / "sub" / "gamma.md").unlink()
     write_note(vault, "sub/deeper/delta.md", "# Delta\n\nA dunlin flock on the mudflats.\n")
     second = sync(settings)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import signal
 import threading
+from collections.abc import Callable
 from dataclasses import asdict
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -15,8 +17,10 @@ from apus.cli.context import current_source, run_guarded
 
 if TYPE_CHECKING:
     from apus.config import Settings
+    from apus.index.note_filter import NoteFilter
     from apus.index.sync import SyncReport
     from apus.memory import Memory
+    from apus.search.engine import SearchResponse
 
 # `memory index` exit status when the notes were indexed but embeddings the settings ask for
 # could not be made (failed mid-run, provider unavailable, or paused by a model change).
@@ -131,6 +135,56 @@ def _safe_echo(text: str, fg: str | None = None) -> None:
     click.secho(terminal_safe(text), fg=fg)
 
 
+_DAY = click.DateTime(formats=["%Y-%m-%d"])
+
+
+def filter_options(command: Callable[..., None]) -> Callable[..., None]:
+    """--path, --since, --until, --tag: which notes a search may return."""
+    for option in reversed(
+        [
+            click.option(
+                "--path",
+                "paths",
+                multiple=True,
+                metavar="PREFIX",
+                help="Only notes whose vault-relative path starts with PREFIX (repeatable).",
+            ),
+            click.option(
+                "--since",
+                type=_DAY,
+                metavar="YYYY-MM-DD",
+                help="Only notes dated on or after this day (file name, else frontmatter "
+                "`date`, else last modified).",
+            ),
+            click.option("--until", type=_DAY, metavar="YYYY-MM-DD", help="… on or before."),
+            click.option(
+                "--tag",
+                "tags",
+                multiple=True,
+                help="Only notes whose frontmatter `tags` include TAG (repeatable: all of them).",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _filters(
+    paths: tuple[str, ...],
+    since: dt.datetime | None,
+    until: dt.datetime | None,
+    tags: tuple[str, ...],
+) -> NoteFilter:
+    from apus.index.note_filter import NoteFilter, normalise_prefix
+
+    return NoteFilter(
+        path_prefixes=tuple(normalise_prefix(p) for p in paths),
+        since=since.date() if since else None,
+        until=until.date() if until else None,
+        tags=tags,
+    )
+
+
 @memory.command()
 @click.argument("query", nargs=-1, required=True)
 @click.option("-n", "--limit", type=click.IntRange(1, 200), help="How many results (default 10).")
@@ -141,34 +195,125 @@ def _safe_echo(text: str, fg: str | None = None) -> None:
     show_default=True,
     help="Which legs to run.",
 )
+@filter_options
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
 def search(
-    query: tuple[str, ...], limit: int | None, mode: str, explain: bool, as_json: bool
+    query: tuple[str, ...],
+    limit: int | None,
+    mode: str,
+    paths: tuple[str, ...],
+    since: dt.datetime | None,
+    until: dt.datetime | None,
+    tags: tuple[str, ...],
+    explain: bool,
+    as_json: bool,
 ) -> None:
-    """Search the notes for QUERY (by meaning and by exact words)."""
+    """Search the notes for QUERY (by meaning and by exact words).
+
+    Filters narrow the search before ranking, so matches are found however they rank
+    against the rest of the vault.
+    """
 
     def body() -> None:
         from apus.search.engine import SearchOptions
 
+        options = SearchOptions(
+            mode=mode,  # type: ignore[arg-type]
+            limit=limit,
+            filters=_filters(paths, since, until, tags),
+        )
         with _open() as session:
-            response = session.search(
-                " ".join(query),
-                SearchOptions(mode=mode, limit=limit),  # type: ignore[arg-type]
-            )
+            response = session.search(" ".join(query), options)
+        _show(response, explain=explain, as_json=as_json)
+
+    run_guarded(body)
+
+
+def _show(response: SearchResponse, *, explain: bool, as_json: bool) -> None:
+    if as_json:
+        _json(
+            {
+                "query": response.query,
+                "mode": response.mode,
+                "legs": {name: asdict(leg) for name, leg in response.legs.items()},
+                "results": [_hit_json(hit, explain) for hit in response.hits],
+            }
+        )
+        return
+    from apus.cli.render import print_hits
+
+    print_hits(response, explain=explain)
+
+
+@memory.command()
+@click.argument("path")
+@click.option("-n", "--limit", type=click.IntRange(1, 200), default=10, show_default=True)
+@filter_options
+@click.option("--explain", is_flag=True, help="Show how each score was made.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
+def related(
+    path: str,
+    limit: int,
+    paths: tuple[str, ...],
+    since: dt.datetime | None,
+    until: dt.datetime | None,
+    tags: tuple[str, ...],
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Notes most related to the note at PATH (a path from a search result).
+
+    By the note's own vectors when embeddings are ready (nothing is embedded), else by its
+    title and headings.
+    """
+
+    def body() -> None:
+        with _open() as session:
+            response = session.related(path, limit, _filters(paths, since, until, tags))
+        _show(response, explain=explain, as_json=as_json)
+
+    run_guarded(body)
+
+
+@memory.command()
+@click.argument("path")
+@click.option("--from", "start", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--lines", type=click.IntRange(1, 2000), default=200, show_default=True, help="How many."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def get(path: str, start: int, lines: int, as_json: bool) -> None:
+    """Print lines of the indexed note at PATH (as search results name it).
+
+    Only indexed Markdown notes inside the vault (or `extraPaths`) are read.
+    """
+
+    def body() -> None:
+        with _open() as session:
+            window = session.get(path, start, lines)
         if as_json:
             _json(
                 {
-                    "query": response.query,
-                    "mode": response.mode,
-                    "legs": {name: asdict(leg) for name, leg in response.legs.items()},
-                    "results": [_hit_json(hit, explain) for hit in response.hits],
+                    "path": window.path,
+                    "text": window.text,
+                    "from": window.start,
+                    "lines": window.lines,
+                    "total_lines": window.total_lines,
+                    "truncated": window.truncated,
+                    "next_from": window.next_start,
                 }
             )
             return
-        from apus.cli.render import print_hits
+        from apus.terminal_text import terminal_safe
 
-        print_hits(response, explain=explain)
+        click.echo(terminal_safe(window.text, keep_newlines=True))
+        if window.truncated:
+            click.secho(
+                f"… more content: apus memory get {window.path} --from {window.next_start}",
+                fg="yellow",
+                err=True,
+            )
 
     run_guarded(body)
 
@@ -185,6 +330,8 @@ def _hit_json(hit: Any, explain: bool) -> dict[str, Any]:
         "highlights": [list(span) for span in hit.highlights],
         "date": hit.note_date,
         "legs": list(hit.legs),
+        "source": hit.source,
+        "citation": hit.citation,
     }
     if explain:
         data["explain"] = asdict(hit.explain)

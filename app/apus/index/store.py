@@ -15,9 +15,10 @@ from typing import Any, NoReturn
 import numpy as np
 
 from apus.errors import ApusError, IndexCorruptError
+from apus.index.note_filter import NoteFilter
 from apus.vault.chunk import Chunk
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Values bound per `IN (...)` query: well under SQLite's default limit of 999 parameters.
 _IN_BATCH = 500
 
@@ -64,6 +65,18 @@ _MIGRATIONS: tuple[str, ...] = (
         identity TEXT NOT NULL,
         cache_key TEXT NOT NULL
     );
+    """,
+    # 2: what search filters by. `dated` is the note's date for --since/--until (its file
+    # name's, else its frontmatter's, else its modification day); `tags` are frontmatter tags,
+    # folded; `source` is the corpus (memory notes, or agent transcripts when enabled).
+    # Tags and dates come from each note's text, so every note is read again on the next
+    # sync (its vectors come back from the cache: nothing is embedded twice).
+    """
+    ALTER TABLE files ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE files ADD COLUMN dated TEXT;
+    ALTER TABLE files ADD COLUMN source TEXT NOT NULL DEFAULT 'memory';
+    CREATE INDEX files_dated ON files(dated);
+    UPDATE files SET chunking = '';
     """,
 )
 
@@ -227,6 +240,7 @@ class ChunkRecord:
     tokens: int
     note_date: str | None
     importance: float | None
+    source: str = "memory"
 
 
 @dataclass(frozen=True)
@@ -244,6 +258,9 @@ class NewFile:
     chunking: str
     replaced_utf8: bool
     chunks: Sequence[Chunk]
+    tags: tuple[str, ...] = ()  # folded
+    dated: str | None = None  # ISO day search filters by
+    source: str = "memory"
 
 
 class Store:
@@ -421,7 +438,8 @@ class Store:
         self._db.execute("DELETE FROM files WHERE path = ?", (new.path,))
         cursor = self._db.execute(
             "INSERT INTO files(path, size, mtime_ns, sha256, title, note_date, importance, "
-            "triggers, chunking, replaced_utf8, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "triggers, chunking, replaced_utf8, indexed_at, tags, dated, source) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 new.path,
                 new.size,
@@ -434,6 +452,9 @@ class Store:
                 new.chunking,
                 int(new.replaced_utf8),
                 time.time(),
+                json.dumps(list(new.tags), ensure_ascii=False),
+                new.dated,
+                new.source,
             ),
         )
         file_id = int(cursor.lastrowid or 0)
@@ -479,12 +500,13 @@ class Store:
         *,
         title: str,
         note_date: str | None,
+        dated: str | None,
     ) -> None:
-        """Move a file's record (its chunks stay); title and date may come from the name."""
+        """Move a file's record (its chunks stay); title and dates may come from the name."""
         self._db.execute(
-            "UPDATE files SET path = ?, size = ?, mtime_ns = ?, title = ?, note_date = ? "
-            "WHERE id = ?",
-            (new_path, size, mtime_ns, title, note_date, file_id),
+            "UPDATE files SET path = ?, size = ?, mtime_ns = ?, title = ?, note_date = ?, "
+            "dated = ? WHERE id = ?",
+            (new_path, size, mtime_ns, title, note_date, dated, file_id),
         )
 
     def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:
@@ -509,7 +531,7 @@ class Store:
 
     _CHUNK_SELECT = (
         "SELECT c.id, c.file_id, f.path, f.title, c.ordinal, c.start_line, c.end_line, "
-        "c.heading, c.text, c.tokens, f.note_date, f.importance "
+        "c.heading, c.text, c.tokens, f.note_date, f.importance, f.source "
         "FROM chunks c JOIN files f ON f.id = c.file_id"
     )
 
@@ -530,6 +552,11 @@ class Store:
         query = self._CHUNK_SELECT + " WHERE c.file_id IN ({marks}) AND c.ordinal = 0"
         records = (ChunkRecord(*row) for row in self._rows_in(query, file_ids))
         return {record.file_id: record for record in records}
+
+    def file_ids_matching(self, note_filter: NoteFilter) -> set[int]:
+        where, params = note_filter.where()
+        rows = self._db.execute(f"SELECT id FROM files WHERE {where}", params)
+        return {int(row[0]) for row in rows}
 
     def counts(self) -> tuple[int, int]:
         files = self._db.execute("SELECT COUNT(*) FROM files").fetchone()[0]

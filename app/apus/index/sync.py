@@ -8,6 +8,7 @@ run continues from there.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from collections.abc import Iterable
@@ -21,11 +22,12 @@ from apus.errors import VaultError
 from apus.index.embedding import EmbedOutcome, EmbedRequest, run_embedding
 from apus.index.keyword import KeywordIndex
 from apus.index.lock import WriterLock
+from apus.index.note_filter import fold_tag
 from apus.index.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
 from apus.index.store import ChunkRecord, FileRecord, NewFile, SetAside, Store
 from apus.vault.chunk import CHUNKING_VERSION, chunk_note
 from apus.vault.dates import date_from_path
-from apus.vault.markdown import parse_note
+from apus.vault.markdown import ParsedNote, parse_note
 from apus.vault.scan import (
     ScanCancelled,
     ScannedFile,
@@ -176,7 +178,7 @@ class _BatchWriter:
         self.keyword = keyword
         self.plan = plan
         self.new: list[NewFile] = []
-        self.renames: list[tuple[FileRecord, ScannedFile, str, str | None]] = []
+        self.renames: list[tuple[FileRecord, ScannedFile, _NoteFacts]] = []
         self.removed_ids: list[int] = []
 
     def pending(self) -> int:
@@ -188,14 +190,15 @@ class _BatchWriter:
         store = self.store
         with store.transaction():
             ids: list[int] = []
-            for record, scanned, title, note_date in self.renames:
+            for record, scanned, facts in self.renames:
                 store.rename_file(
                     record.id,
                     scanned.rel_path,
                     scanned.size,
                     scanned.mtime_ns,
-                    title=title,
-                    note_date=note_date,
+                    title=facts.title,
+                    note_date=facts.note_date,
+                    dated=facts.dated,
                 )
                 ids.append(record.id)
             for new in self.new:
@@ -385,8 +388,7 @@ class Indexer:
         origin = plan.take_renamed(note.sha256) if previous is None else None
         if origin is not None:
             # The chunks stay; what the name says (stem title, date) follows it.
-            title, note_date = _name_metadata(scanned, note.text)
-            writer.renames.append((origin, scanned, title, note_date))
+            writer.renames.append((origin, scanned, _name_facts(scanned, note.text)))
             report.renamed += 1
             return
         writer.new.append(
@@ -431,23 +433,40 @@ class Indexer:
         chunking = self.settings.search.chunking
         note = parse_note(text, fallback_title=Path(scanned.rel_path).stem)
         chunks = chunk_note(note, max_tokens=chunking.tokens, overlap=chunking.overlap)
-        name_date = date_from_path(scanned.rel_path)
+        facts = _facts(scanned, note)
         return NewFile(
             path=scanned.rel_path,
             size=scanned.size,
             mtime_ns=scanned.mtime_ns,
             sha256=sha256,
             title=note.title,
-            note_date=name_date.isoformat() if name_date else None,
+            note_date=facts.note_date,
             importance=note.meta.importance,
             triggers=note.meta.triggers,
             chunking=plan.signature,
             replaced_utf8=replaced,
             chunks=chunks,
+            tags=tuple(dict.fromkeys(fold_tag(tag) for tag in note.meta.tags)),
+            dated=facts.dated,
         )
 
 
-def _name_metadata(scanned: ScannedFile, text: str) -> tuple[str, str | None]:
-    title = parse_note(text, fallback_title=Path(scanned.rel_path).stem).title
+@dataclass(frozen=True)
+class _NoteFacts:
+    """What a note's name and text say about it beyond its chunks."""
+
+    title: str
+    note_date: str | None  # from the file name: recency decay
+    dated: str | None  # file name, else frontmatter `date`, else modification day: filters
+
+
+def _facts(scanned: ScannedFile, note: ParsedNote) -> _NoteFacts:
     name_date = date_from_path(scanned.rel_path)
-    return title, name_date.isoformat() if name_date else None
+    note_date = name_date.isoformat() if name_date else None
+    modified = dt.datetime.fromtimestamp(scanned.mtime_ns / 1e9).date().isoformat()
+    return _NoteFacts(note.title, note_date, note_date or note.meta.date or modified)
+
+
+def _name_facts(scanned: ScannedFile, text: str) -> _NoteFacts:
+    """A renamed note keeps its chunks; what the new name says (title, dates) follows it."""
+    return _facts(scanned, parse_note(text, fallback_title=Path(scanned.rel_path).stem))

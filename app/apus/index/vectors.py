@@ -37,10 +37,21 @@ def cache_key(identity: EmbeddingIdentity, text_sent: str) -> str:
 _SEARCH_THREADS = 1
 
 
-def nearest(index: faiss.Index, query: np.ndarray, k: int) -> dict[int, float]:
-    """Chunk id -> inner product for the k nearest vectors of one query."""
+def nearest(
+    index: faiss.Index, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+) -> dict[int, float]:
+    """Chunk id -> inner product for the k nearest vectors of one query; with `allowed`
+    (chunk ids), the k nearest among those only (FAISS skips the others while scanning)."""
     faiss.omp_set_num_threads(_SEARCH_THREADS)
-    scores, ids = index.search(query.reshape(1, -1).astype(np.float32), min(k, index.ntotal))
+    vector = query.reshape(1, -1).astype(np.float32)
+    if allowed is None:
+        scores, ids = index.search(vector, min(k, index.ntotal))
+    elif len(allowed) == 0:
+        return {}
+    else:
+        selector = faiss.IDSelectorBatch(np.ascontiguousarray(allowed, dtype=np.int64))
+        params = faiss.SearchParameters(sel=selector)
+        scores, ids = index.search(vector, min(k, index.ntotal, len(allowed)), params=params)
     return {int(i): float(s) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0}
 
 
@@ -229,8 +240,15 @@ class VectorIndex:
         _atomic_write(self.stamp_path, json.dumps(stamp).encode("utf-8"))
         _atomic_write(self.path, data)
 
-    def search(self, query: np.ndarray, k: int, identity_key: str) -> dict[int, float]:
-        """Chunk id -> cosine similarity for the k nearest chunks.
+    def search(
+        self,
+        query: np.ndarray,
+        k: int,
+        identity_key: str,
+        allowed: np.ndarray | None = None,
+    ) -> dict[int, float]:
+        """Chunk id -> cosine similarity for the k nearest chunks (among `allowed` chunk ids
+        when given).
 
         Raises VectorIndexError when the file is missing or damaged: the vector leg then
         says why it did not run instead of answering from nothing or from garbage.
@@ -243,7 +261,7 @@ class VectorIndex:
                 )
             if loaded.index.ntotal == 0:
                 return {}
-            return nearest(loaded.index, query, k)
+            return nearest(loaded.index, query, k, allowed)
 
     def count(self, identity_key: str) -> int:
         """Vectors on disk for this identity, from the stamp (reading the index costs MBs)."""

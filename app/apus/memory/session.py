@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -13,12 +14,19 @@ from apus.config import Settings, SettingsSource
 from apus.embed.base import EmbeddingError
 from apus.embed.providers import ProviderResolution, is_remote, resolve_provider
 from apus.errors import IndexBusyError
+from apus.index.note_filter import NoteFilter
 from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
 from apus.index.status import EmbeddingsState, IndexStatus, collect_status
 from apus.index.store import Store
 from apus.index.sync import Indexer, SyncReport
 from apus.memory.detached import start_detached_index
 from apus.memory.embeddings import embeddings_state
+from apus.memory.note_reader import (
+    DEFAULT_LINES,
+    NoteLines,
+    read_note_lines,
+    resolve_indexed_note,
+)
 from apus.memory.sync_queue import SyncEvent, SyncQueue, SyncRequest
 from apus.search.engine import Searcher, SearchOptions, SearchResponse
 from apus.search.recall import RecallEntry, recall
@@ -145,6 +153,18 @@ class Memory:
         if searcher.vectors_need_repair():
             self.request_sync()
 
+    def related(
+        self, path: str, limit: int = 10, filters: NoteFilter | None = None
+    ) -> SearchResponse:
+        """Notes most related to the indexed note at `path` (itself excluded)."""
+        rel_path = self._indexed_path(path)
+        return self.searcher().related(rel_path, limit, filters)
+
+    def get(self, path: str, start: int = 1, lines: int = DEFAULT_LINES) -> NoteLines:
+        """Lines of an indexed note; anything else is refused with the reason."""
+        with self._read_store() as store:
+            return read_note_lines(self.settings, store, path, start, lines)
+
     def recall(self, message: str) -> list[RecallEntry]:
         """Trigger recall over MEMORY.md / USER.md; vectors help when they can."""
         if not Store.exists(self.index_dir):
@@ -263,6 +283,21 @@ class Memory:
         self.close()
 
     # -- internals ------------------------------------------------------------------------
+
+    @contextmanager
+    def _read_store(self) -> Iterator[Store | None]:
+        if not Store.exists(self.index_dir):
+            yield None
+            return
+        store = Store(self.index_dir, readonly=True)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def _indexed_path(self, path: str) -> str:
+        with self._read_store() as store:
+            return resolve_indexed_note(self.settings, store, path)[0]
 
     def _vector_leg(self) -> ProviderVectorLeg | None:
         with self._lock:

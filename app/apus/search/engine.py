@@ -16,10 +16,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+import numpy as np
+
 from apus.config import Settings
 from apus.embed.base import EmbeddingError
 from apus.errors import ProviderUnavailableError
 from apus.index.keyword import KeywordIndex
+from apus.index.note_filter import NoteFilter
 from apus.index.store import ChunkRecord, Store
 from apus.index.vectors import VectorIndexError
 from apus.search.hybrid import MergedScore, merge_legs
@@ -37,9 +40,13 @@ from apus.search.ranking import (
 )
 from apus.search.snippet import make_snippet
 from apus.search.vector_leg import NOT_INDEXED, NOT_INDEXED_FIX, VectorLeg
+from apus.vault.markdown import heading
 from apus.vault.text import fold, query_terms, snippet_tokens
 
 Mode = Literal["hybrid", "keyword", "vector"]
+# A long note's first chunks stand for it when looking for related notes: each is one FAISS
+# scan, and past a dozen passages a note's topic is already clear.
+_RELATED_CHUNKS = 12
 # The fix shown when the keyword index cannot answer until a sync rebuilds it.
 _REBUILD_FIX = "apus memory index"
 
@@ -51,6 +58,7 @@ class SearchOptions:
     mmr: bool | None = None  # None: from config
     recency: bool | None = None
     min_score: float | None = None
+    filters: NoteFilter = field(default_factory=NoteFilter)
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,12 @@ class SearchHit:
     note_date: str | None
     legs: tuple[str, ...]  # which legs found it: "keyword", "vector", "path"
     explain: Explanation
+    source: str = "memory"
+
+    @property
+    def citation(self) -> str:
+        """Where the passage is, as agents cite it: `path#L12-L30`."""
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
 
 @dataclass(frozen=True)
@@ -132,12 +146,21 @@ class _VectorStart:
 
 
 @dataclass(frozen=True)
+class Admitted:
+    """What a filter lets through: its notes (file ids) and their chunks."""
+
+    files: frozenset[int]
+    chunks: np.ndarray  # int64 chunk ids, for FAISS's selector
+
+
+@dataclass(frozen=True)
 class _Legs:
     """What the legs of one query returned (None: that leg did not run)."""
 
     text: dict[int, float] | None
     vector: dict[int, float] | None
     reports: dict[str, LegReport]
+    admitted: Admitted | None = None  # None: no filter
 
 
 class Searcher:
@@ -163,6 +186,7 @@ class Searcher:
         self._damaged_stamp: int | None = None
         self._vectors_damaged = False
         self._names: tuple[int, dict[str, list[int]]] | None = None
+        self._admitted: tuple[tuple[int, NoteFilter], Admitted] | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
 
     def close(self) -> None:
@@ -198,26 +222,43 @@ class Searcher:
             return
         terms = query_terms(query)
         k = self.settings.search.query.candidates
-        start = self._start_vector_leg(query, k, options.mode)
-        text_hits, keyword_report = self._keyword_leg(terms, k, options.mode)
+        admitted = self.admitted(options.filters)
+        start = self._start_vector_leg(query, k, options.mode, admitted)
+        text_hits, keyword_report = self._keyword_leg(terms, k, options.mode, admitted)
         reports = {"keyword": keyword_report, "vector": start.report}
         two_passes = progressive and options.mode == "hybrid"
         if two_passes:
-            first = _Legs(
-                text_hits, None, reports if start.future is None else {"keyword": keyword_report}
-            )
+            shown = reports if start.future is None else {"keyword": keyword_report}
+            first = _Legs(text_hits, None, shown, admitted)
             keyword_only = replace(options, mode="keyword")
             yield self._response(query, terms, first, keyword_only, started, start.future is None)
         if start.failure is not None:
             raise start.failure
         if start.future is None:
             if not two_passes:
-                yield self._response(
-                    query, terms, _Legs(text_hits, None, reports), options, started
-                )
+                legs = _Legs(text_hits, None, reports, admitted)
+                yield self._response(query, terms, legs, options, started)
             return
         vector_hits, reports["vector"] = start.future.result()
-        yield self._response(query, terms, _Legs(text_hits, vector_hits, reports), options, started)
+        legs = _Legs(text_hits, vector_hits, reports, admitted)
+        yield self._response(query, terms, legs, options, started)
+
+    def admitted(self, filters: NoteFilter) -> Admitted | None:
+        """The notes and chunks a filter lets through (None: it lets everything through);
+        kept until the store changes, so a burst of keystrokes asks SQLite once."""
+        if not filters.narrows:
+            return None
+
+        def compute(store: Store) -> Admitted:
+            key = (store.generation(), filters)
+            if self._admitted is None or self._admitted[0] != key:
+                files = store.file_ids_matching(filters)
+                chunks = np.asarray(store.chunk_ids_of_files(sorted(files)), dtype=np.int64)
+                self._admitted = (key, Admitted(frozenset(files), chunks))
+            return self._admitted[1]
+
+        empty = Admitted(frozenset(), np.zeros(0, dtype=np.int64))
+        return self._with_store(compute, empty)  # type: ignore[return-value]
 
     def _response(
         self,
@@ -231,6 +272,35 @@ class Searcher:
         hits = self._rank(query, terms, legs, options)
         elapsed = (time.perf_counter() - started) * 1000
         return SearchResponse(query, options.mode, hits, legs.reports, elapsed, final)
+
+    # -- related notes ------------------------------------------------------------------
+
+    def related(self, path: str, limit: int, filters: NoteFilter | None = None) -> SearchResponse:
+        """Notes most like the indexed note at `path`, itself excluded, one hit per note:
+        its chunks' stored vectors against the index (nothing is embedded); without usable
+        vectors, a keyword search for its title and headings."""
+        started = time.perf_counter()
+        filters = replace(filters or NoteFilter(), exclude_paths=(path,))
+        own = self._with_store(lambda s: _note_chunks(s, path), [])
+        admitted = self.admitted(filters)
+        k = self.settings.search.query.candidates
+        options = SearchOptions(limit=limit, mmr=False, recency=False, min_score=0.0)
+        usable = self.vector_leg is not None and self.vector_leg.availability().usable
+        if usable and own:
+            assert self.vector_leg is not None
+            found = self.vector_leg.neighbours([c.id for c in own][:_RELATED_CHUNKS], k + len(own))
+            hits = _best_per_note(found, admitted, self._with_store)
+            legs = _Legs(None, hits, {"vector": LegReport(True, "", "", len(hits))}, admitted)
+            options = replace(options, mode="vector")
+        else:
+            words = _title_and_headings(own)
+            text, report = self._keyword_leg(query_terms(words), k, "keyword", admitted)
+            hits = _best_per_note(text or {}, admitted, self._with_store)
+            legs = _Legs(hits, None, {"keyword": report}, admitted)
+            options = replace(options, mode="keyword")
+        ranked = self._rank("", [], legs, options)
+        elapsed = (time.perf_counter() - started) * 1000
+        return SearchResponse(path, options.mode, ranked, legs.reports, elapsed)
 
     # -- the keyword leg ----------------------------------------------------------------
 
@@ -276,7 +346,7 @@ class Searcher:
         return _KeywordHealth(False, 0, state.reason, _REBUILD_FIX, repair=True)
 
     def _keyword_leg(
-        self, terms: list[str], k: int, mode: Mode
+        self, terms: list[str], k: int, mode: Mode, admitted: Admitted | None
     ) -> tuple[dict[int, float] | None, LegReport]:
         if mode == "vector":
             return None, LegReport(False, "not requested (--mode vector)")
@@ -285,7 +355,8 @@ class Searcher:
         if not health.ready:
             return None, LegReport(False, health.reason, health.fix)
         try:
-            hits = dict(self._keyword.search(terms, k, health.generation))
+            allowed = None if admitted is None else admitted.chunks
+            hits = dict(self._keyword.search(terms, k, health.generation, allowed))
         except Exception as exc:  # damage that opening the index did not show
             self._damaged_stamp = self._keyword.stamp_signature()
             self._health = None
@@ -296,7 +367,9 @@ class Searcher:
 
     # -- the vector leg -----------------------------------------------------------------
 
-    def _start_vector_leg(self, query: str, k: int, mode: Mode) -> _VectorStart:
+    def _start_vector_leg(
+        self, query: str, k: int, mode: Mode, admitted: Admitted | None
+    ) -> _VectorStart:
         """Start the query embedding now if the leg can answer; else say why not (and, when
         the provider itself failed and the settings forbid falling back, the error to raise
         once the keyword results are out)."""
@@ -308,18 +381,21 @@ class Searcher:
             return _VectorStart(None, LegReport(False, "embeddings are off (provider = none)"))
         available = self.vector_leg.availability()
         if available.usable:
-            future = self._pool.submit(self._vector_leg, query, k)
+            allowed = None if admitted is None else admitted.chunks
+            future = self._pool.submit(self._vector_leg, query, k, allowed)
             return _VectorStart(future, LegReport(False, "pending"))
         failure = None
         if available.provider_failed and self.strict:
             failure = self._unavailable(available.reason, available.fix)
         return _VectorStart(None, LegReport(False, available.reason, available.fix), failure)
 
-    def _vector_leg(self, query: str, k: int) -> tuple[dict[int, float] | None, LegReport]:
+    def _vector_leg(
+        self, query: str, k: int, allowed: np.ndarray | None
+    ) -> tuple[dict[int, float] | None, LegReport]:
         assert self.vector_leg is not None
         started = time.perf_counter()
         try:
-            hits = self.vector_leg.search(query, k)
+            hits = self.vector_leg.search(query, k, allowed)
         except EmbeddingError as exc:
             if self.strict:
                 raise self._unavailable(exc.reason, exc.fix or "") from exc
@@ -361,7 +437,7 @@ class Searcher:
         hybrid = self.settings.search.query.hybrid
         merged = merge_legs(legs.vector, legs.text, hybrid.vector_weight, hybrid.text_weight)
         ids = list(merged)
-        named = self._named_chunk_ids(query)
+        named = self._named_chunk_ids(query, legs.admitted)
         ids.extend(i for i in named if i not in merged)
         chunks: dict[int, ChunkRecord] = self._with_store(  # type: ignore[assignment]
             lambda s: s.chunks_by_id(ids), {}
@@ -437,11 +513,13 @@ class Searcher:
                 self._store = Store(self.index_dir, readonly=True)
             return default if self._store is None else action(self._store)
 
-    def _named_chunk_ids(self, query: str) -> set[int]:
+    def _named_chunk_ids(self, query: str, admitted: Admitted | None) -> set[int]:
         """First chunks of the notes whose path, file name or stem is the query."""
         files: list[int] = self._with_store(  # type: ignore[assignment]
             lambda s: self._files_named(s, query), []
         )
+        if admitted is not None:
+            files = [file_id for file_id in files if file_id in admitted.files]
         if not files:
             return set()
         firsts: dict[int, ChunkRecord] = self._with_store(  # type: ignore[assignment]
@@ -486,6 +564,7 @@ def _hit(
         snippet=snippet.text,
         highlights=snippet.highlights,
         note_date=c.chunk.note_date,
+        source=c.chunk.source,
         legs=tuple(legs),
         explain=Explanation(
             vector_raw=score.vector_raw if score else None,
@@ -499,6 +578,44 @@ def _hit(
             mmr_position=c.mmr_position,
         ),
     )
+
+
+def _title_and_headings(chunks: list[ChunkRecord]) -> str:
+    """A note's title and every heading in it: what the note says it is about."""
+    if not chunks:
+        return ""
+    found = [chunks[0].title]
+    for chunk in chunks:
+        for line in chunk.text.splitlines():
+            parsed = heading(line)
+            if parsed is not None and parsed[1]:
+                found.append(parsed[1])
+    return " ".join(dict.fromkeys(found))
+
+
+def _note_chunks(store: Store, path: str) -> list[ChunkRecord]:
+    record = store.file_by_path(path)
+    return [] if record is None else list(store.iter_chunks([record.id]))
+
+
+def _best_per_note(
+    scores: dict[int, float],
+    admitted: Admitted | None,
+    with_store: Callable[[Callable[[Store], object], object], object],
+) -> dict[int, float]:
+    """Each admitted note's best chunk and its score: related notes are notes, not passages."""
+    if admitted is not None:
+        allowed = set(admitted.chunks.tolist())
+        scores = {chunk: score for chunk, score in scores.items() if chunk in allowed}
+    chunks: dict[int, ChunkRecord] = with_store(  # type: ignore[assignment]
+        lambda s: s.chunks_by_id(list(scores)), {}
+    )
+    best: dict[int, tuple[int, float]] = {}
+    for chunk_id, score in scores.items():
+        chunk = chunks.get(chunk_id)
+        if chunk is not None and score > best.get(chunk.file_id, (0, float("-inf")))[1]:
+            best[chunk.file_id] = (chunk_id, score)
+    return dict(best.values())
 
 
 def _best_chunk_first(ordered: list[_Candidate]) -> list[_Candidate]:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from apus.embed.base import EmbeddingError, EmbeddingIdentity
 from apus.embed.providers import ProviderResolution
 from apus.index.identity import IdentityDecision, decide, stored_identity
@@ -37,8 +39,13 @@ class VectorLeg(Protocol):
 
     def availability(self) -> VectorAvailability: ...
 
-    def search(self, query: str, k: int) -> dict[int, float]:
-        """Chunk id -> cosine; raises EmbeddingError when the provider cannot embed."""
+    def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> dict[int, float]:
+        """Chunk id -> cosine (among `allowed` chunk ids when given); raises EmbeddingError
+        when the provider cannot embed."""
+        ...
+
+    def neighbours(self, chunk_ids: list[int], k: int) -> dict[int, float]:
+        """Chunk id -> best cosine to any of `chunk_ids`' stored vectors (no embedding)."""
         ...
 
     def close(self) -> None: ...
@@ -106,12 +113,28 @@ class ProviderVectorLeg:
             False, f"embeddings are being built ({percent}%); keyword results meanwhile"
         )
 
-    def search(self, query: str, k: int) -> dict[int, float]:
+    def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> dict[int, float]:
         embedder = self.provider.embedder
         if embedder is None:
             raise EmbeddingError(self.provider.reason, self.provider.fix)
         vector = embedder.embed([embedder.query_text(query)], kind="query")[0]
-        return self.vectors.search(vector, k, embedder.identity.key())
+        return self.vectors.search(vector, k, embedder.identity.key(), allowed)
+
+    def neighbours(self, chunk_ids: list[int], k: int) -> dict[int, float]:
+        identity = self.identity()
+        if identity is None or self.decision() is None:  # decision() opens the store
+            return {}
+        key = identity.key()
+        with self._lock:
+            if self._store is None:
+                return {}
+            stored = list(self._store.vectors_for_chunks(key, chunk_ids))
+        best: dict[int, float] = {}
+        for _chunk_id, vector in stored:
+            for found, score in self.vectors.search(vector, k, key).items():
+                if score > best.get(found, -2.0):
+                    best[found] = score
+        return best
 
     def close(self) -> None:
         with self._lock:

@@ -28,6 +28,7 @@ class NoteMeta:
     date: str | None = None  # ISO date string as written (YYYY-MM-DD), validated
     importance: float | None = None  # 1..10 when valid, else None
     triggers: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()  # without a leading `#`, as written
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,19 @@ def _meta_triggers(value: object) -> tuple[str, ...]:
     return tuple(item.strip() for item in items if isinstance(item, str) and item.strip())
 
 
+def _meta_tags(value: object) -> tuple[str, ...]:
+    """`tags: [a, b]`, a YAML list, or `tags: a, b` / `tags: "#a #b"` (Obsidian writes all
+    three); `#` prefixes dropped, duplicates kept once."""
+    if isinstance(value, str):
+        items: list[object] = [part for part in re.split(r"[,\s]+", value) if part]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return ()
+    tags = (str(item).strip().lstrip("#").strip() for item in items if isinstance(item, str | int))
+    return tuple(dict.fromkeys(tag for tag in tags if tag))
+
+
 def _meta_title(value: object) -> str | None:
     if isinstance(value, str) and value.strip():
         return value.strip()
@@ -188,6 +202,7 @@ def parse_note(text: str, *, fallback_title: str) -> ParsedNote:
             date=_meta_date(data.get("date")),
             importance=_meta_importance(data.get("importance")),
             triggers=_meta_triggers(data.get("triggers")),
+            tags=_meta_tags(data.get("tags")),
         )
     body_lines = lines[body_index:]
     title = meta.title or _first_h1(body_lines) or fallback_title

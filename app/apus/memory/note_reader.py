@@ -1,0 +1,126 @@
+"""Reading an indexed note by the path a search gave: only notes, only inside the roots.
+
+An agent may ask for any path at all. Only a path that names an indexed Markdown note, and
+that still resolves (after symlinks) inside the vault or an `extraPaths` root, is read; the
+file opened must be the one that was checked (no swap in between).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from apus.config import Settings
+from apus.errors import ApusError
+from apus.index.store import Store
+from apus.vault.scan import is_note_name, read_note_text
+
+# Lines handed out per call: enough for most notes, little enough for an agent's context.
+DEFAULT_LINES = 200
+MAX_LINES = 2000
+
+
+class NoteRefusedError(ApusError):
+    """A path that is not a readable indexed note (outside the roots, not indexed, gone)."""
+
+
+@dataclass(frozen=True)
+class NoteLines:
+    """A window of a note's lines (1-based), and where the next window starts."""
+
+    path: str
+    text: str
+    start: int
+    lines: int  # lines in `text`
+    total_lines: int
+    truncated: bool  # more lines follow
+    next_start: int | None
+
+
+def normalise_note_path(raw: str) -> str:
+    """How a path is written in the store: forward slashes, no leading `./`."""
+    text = raw.strip().replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    return text
+
+
+def read_note_lines(
+    settings: Settings, store: Store | None, raw_path: str, start: int, count: int
+) -> NoteLines:
+    rel_path, real = resolve_indexed_note(settings, store, raw_path)
+    text = _read_checked(settings, rel_path, real)
+    lines = text.splitlines()
+    first = max(1, start)
+    count = max(1, min(count, MAX_LINES))
+    window = lines[first - 1 : first - 1 + count]
+    following = first - 1 + len(window)
+    truncated = following < len(lines)
+    return NoteLines(
+        path=rel_path,
+        text="\n".join(window),
+        start=first,
+        lines=len(window),
+        total_lines=len(lines),
+        truncated=truncated,
+        next_start=following + 1 if truncated else None,
+    )
+
+
+def resolve_indexed_note(
+    settings: Settings, store: Store | None, raw_path: str
+) -> tuple[str, Path]:
+    """(the store's path, the real file) for a path an agent or a user gave, or
+    NoteRefusedError saying why it cannot be read."""
+    vault = settings.vault_path()
+    rel_path = _relative_form(raw_path, vault)
+    if not is_note_name(Path(rel_path).name):
+        raise NoteRefusedError(
+            f"{raw_path} is not a Markdown note; only indexed notes (.md, .markdown) are read.",
+            fix="pass a path from a search result",
+        )
+    if store is None or store.file_by_path(rel_path) is None:
+        raise NoteRefusedError(
+            f"{raw_path} is not an indexed note of {vault}.",
+            fix="pass a path from a search result (or run `apus memory index` first)",
+        )
+    real = Path(os.path.realpath(vault / rel_path))
+    roots = [Path(os.path.realpath(root)) for root in (vault, *settings.extra_roots())]
+    if not any(real == root or real.is_relative_to(root) for root in roots):
+        raise NoteRefusedError(
+            f"{raw_path} resolves outside the vault and its extra paths; it is not read.",
+            fix="pass a path from a search result",
+        )
+    return rel_path, real
+
+
+def _relative_form(raw_path: str, vault: Path) -> str:
+    path = normalise_note_path(raw_path)
+    if not path:
+        raise NoteRefusedError("The note path is empty.", fix="pass a path from a search result")
+    if Path(path).is_absolute():
+        # Absolute paths name a note by where it is: compare it as the store writes it.
+        return Path(os.path.relpath(os.path.abspath(path), vault)).as_posix()
+    return path
+
+
+def _read_checked(settings: Settings, rel_path: str, real: Path) -> str:
+    try:
+        info = os.stat(real)
+    except OSError as exc:
+        raise NoteRefusedError(
+            f"{rel_path} cannot be read ({exc.strerror or exc}).",
+            fix="run `apus memory index` to bring the index up to date",
+        ) from exc
+    note = read_note_text(
+        real,
+        max_file_bytes=settings.search.sync.max_file_bytes,
+        expected_identity=(info.st_dev, info.st_ino),
+    )
+    if note.text is None:
+        raise NoteRefusedError(
+            f"{rel_path} cannot be read: {note.skip_reason or 'unreadable'}.",
+            fix="run `apus memory index` to bring the index up to date",
+        )
+    return note.text

@@ -68,6 +68,7 @@ def setup(source: SettingsSource) -> None:
 
 
 def _register() -> None:
+    from apus.cli.agents import mcp
     from apus.cli.bench import bench, bench_worker
     from apus.cli.evaluate import evaluate
     from apus.cli.memory import memory
@@ -79,6 +80,7 @@ def _register() -> None:
     main.add_command(bench_worker)
     main.add_command(evaluate)
     main.add_command(serve_embeddings)
+    main.add_command(mcp)
 
 
 _register()

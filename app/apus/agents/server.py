@@ -1,0 +1,121 @@
+"""`apus mcp`: one vault's memory as a stdio Model Context Protocol server.
+
+While it runs, the index follows the vault (the watcher and debounced syncs in the
+background; searches serve meanwhile), the embedding model stays loaded, and the managed
+embedding server and the writer lock are shared with every other `apus` process. Stdout
+carries only protocol messages: logs go to the log file and stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+from apus import __version__, paths
+from apus.agents.tools import AgentTools
+from apus.config import SettingsSource
+from apus.index.status import IndexStatus
+from apus.memory import Memory
+
+log = logging.getLogger(__name__)
+
+TOOL_NAMES = ("memory_search", "memory_get", "memory_related", "memory_recall", "memory_status")
+
+
+def build_server(memory: Memory) -> MCPServer:
+    """The server and its tools over `memory` (not started)."""
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
+        memory.start_live()
+        _warm_up(memory)
+        try:
+            yield None
+        finally:
+            await anyio.to_thread.run_sync(memory.close)
+
+    server = MCPServer(
+        "apus",
+        title="Apus memory",
+        version=__version__,
+        instructions=instructions(memory.status()),
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
+    tools = AgentTools(memory)
+    for name in TOOL_NAMES:
+        server.add_tool(getattr(tools, name), name=name)
+    return server
+
+
+def instructions(status: IndexStatus) -> str:
+    """What a client shows the model: what the vault holds and which tool does what."""
+    embeddings = status.embeddings
+    meaning = (
+        "search by meaning and by exact words is ready"
+        if embeddings.state == "ready"
+        else f"search by exact words works; search by meaning is {embeddings.state}"
+        + (f" ({embeddings.reason})" if embeddings.reason else "")
+    )
+    held = (
+        f"{status.files} notes in {status.chunks} passages"
+        if status.indexed
+        else "nothing indexed yet (indexing has started)"
+    )
+    return (
+        f"Apus is the user's long-term memory: the Markdown notes of {status.vault} "
+        f"({held}; {meaning}).\n"
+        "- memory_search: find passages by meaning and exact words (names, IDs, error "
+        "strings). Filter by path prefixes, dates (since/until) and tags. Cite results with "
+        "their `citation`.\n"
+        "- memory_get: read a note a result points to; long notes come in pages (call again "
+        "with from=nextFrom).\n"
+        "- memory_related: notes most like a given note.\n"
+        "- memory_recall: curated entries of MEMORY.md / USER.md whose trigger phrases match "
+        "the user's message; cheap enough for every turn.\n"
+        "- memory_status: what is indexed and whether search by meaning works.\n"
+        "Search before answering questions about the user's past work, preferences or "
+        "decisions; say so when memory has nothing on it."
+    )
+
+
+def serve(source: SettingsSource) -> None:
+    """Run the server on stdin/stdout until the client disconnects."""
+    _log_to_file_and_stderr()
+    memory = Memory(source)
+    build_server(memory).run("stdio")
+
+
+def _warm_up(memory: Memory) -> None:
+    """Load the local model now, so the first search by meaning does not wait for it."""
+    embedder = memory.provider.embedder
+    if embedder is None or memory.provider.state != "semantic":
+        return
+
+    def load() -> None:
+        try:
+            embedder.embed([embedder.query_text("warm up")], kind="query")
+        except Exception as exc:  # reported by status and by the first search instead
+            log.warning("embedding warm-up failed: %s", exc)
+
+    threading.Thread(target=load, name="apus-warm-up", daemon=True).start()
+
+
+def _log_to_file_and_stderr() -> None:
+    folder = paths.log_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    to_file = logging.FileHandler(folder / "mcp.log", encoding="utf-8")
+    to_file.setLevel(logging.INFO)
+    to_stderr = logging.StreamHandler(sys.stderr)
+    to_stderr.setLevel(logging.WARNING)
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+        handlers=[to_file, to_stderr],
+    )

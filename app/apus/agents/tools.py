@@ -1,0 +1,232 @@
+"""The agent tools over one vault's session: search, get, related, recall, status.
+
+Each tool parses its arguments, calls the session, and shapes the typed result; it never
+prints (stdout carries the protocol). A failure the agent can act on is a ToolError whose
+text ends with the fix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
+from pydantic import BaseModel, Field
+
+from apus.agents.answers import (
+    Fallback,
+    NoteWindow,
+    Passage,
+    RecallAnswer,
+    RecallTrigger,
+    SearchAnswer,
+)
+from apus.embed.base import redact
+from apus.errors import ApusError, ProviderUnavailableError
+from apus.index.note_filter import NoteFilter, normalise_prefix
+from apus.memory import Memory
+from apus.search.engine import SearchHit, SearchOptions, SearchResponse
+
+Corpus = Literal["memory", "sessions", "all"]
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "memory": ("memory",),
+    "sessions": ("sessions",),
+    "all": ("memory", "sessions"),
+}
+
+
+class AgentTools:
+    """The tool functions; the server registers each bound method under its own name."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    def memory_search(
+        self,
+        query: Annotated[str, Field(description="What to look for, in words or a phrase")],
+        maxResults: Annotated[int, Field(ge=1, le=200, description="How many passages")] = 10,
+        minScore: Annotated[
+            float | None, Field(ge=0, le=1, description="Drop passages scoring below this")
+        ] = None,
+        corpus: Annotated[
+            Corpus, Field(description='"memory" (notes), "sessions" (transcripts) or "all"')
+        ] = "memory",
+        paths: Annotated[
+            list[str] | None, Field(description="Only notes under these path prefixes")
+        ] = None,
+        since: Annotated[
+            str | None, Field(description="Only notes dated on or after YYYY-MM-DD")
+        ] = None,
+        until: Annotated[
+            str | None, Field(description="Only notes dated on or before YYYY-MM-DD")
+        ] = None,
+        tags: Annotated[
+            list[str] | None, Field(description="Only notes whose frontmatter has all these tags")
+        ] = None,
+    ) -> SearchAnswer:
+        """Search the memory notes by meaning and by exact words at once.
+
+        Returns passages best first, each with `citation` (path#Lstart-Lend); read more of a
+        note with memory_get. Filters narrow the search before ranking."""
+        filters = NoteFilter(
+            path_prefixes=tuple(normalise_prefix(p) for p in paths or ()),
+            since=_day(since, "since"),
+            until=_day(until, "until"),
+            tags=tuple(tags or ()),
+            sources=_SOURCES[corpus],
+        )
+        options = SearchOptions(limit=maxResults, min_score=minScore, filters=filters)
+        try:
+            response = self.memory.search(query, options)
+        except ProviderUnavailableError as exc:
+            return _reply(_unavailable(exc))
+        return _reply(self._answer(response))
+
+    def memory_get(
+        self,
+        path: Annotated[str, Field(description="A note's path, as a search result gives it")],
+        from_: Annotated[
+            int, Field(validation_alias="from", ge=1, description="First line, 1-based")
+        ] = 1,
+        lines: Annotated[int, Field(ge=1, le=2000, description="How many lines")] = 200,
+    ) -> NoteWindow:
+        """Read lines of an indexed note. Long notes come in pages: when `truncated`,
+        call again with from=nextFrom."""
+        try:
+            window = self.memory.get(path, from_, lines)
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
+        answer = NoteWindow(
+            path=window.path,
+            text=window.text,
+            from_=window.start,
+            lines=window.lines,
+            truncated=window.truncated,
+            nextFrom=window.next_start,
+        )
+        hint = (
+            f"\n[more content: call memory_get again with from={window.next_start}]"
+            if window.truncated
+            else ""
+        )
+        return _reply(answer, text=window.text + hint)  # type: ignore[return-value]
+
+    def memory_related(
+        self,
+        path: Annotated[str, Field(description="A note's path, as a search result gives it")],
+        maxResults: Annotated[int, Field(ge=1, le=200, description="How many notes")] = 10,
+    ) -> SearchAnswer:
+        """Notes most related to a given note (the note itself excluded), one passage each:
+        by the note's own vectors when embeddings are ready, else by its title and
+        headings."""
+        try:
+            response = self.memory.related(path, maxResults)
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
+        return _reply(self._answer(response))
+
+    def memory_recall(
+        self, message: Annotated[str, Field(description="The user's message, as written")]
+    ) -> RecallAnswer:
+        """Entries of MEMORY.md and USER.md whose trigger phrases strongly match a message
+        (at most 3; usually none). Cheap: at most one query embedding."""
+        entries = self.memory.recall(message)
+        answer = RecallAnswer(
+            entries=[
+                RecallTrigger(
+                    path=e.path,
+                    trigger=e.trigger,
+                    score=e.score,
+                    startLine=e.start_line,
+                    endLine=e.end_line,
+                    snippet=e.snippet,
+                    citation=f"{e.path}#L{e.start_line}-L{e.end_line}",
+                )
+                for e in entries
+            ]
+        )
+        return _reply(answer)  # type: ignore[return-value]
+
+    def memory_status(self) -> dict[str, Any]:
+        """What is indexed, what was skipped and why, and whether search by meaning works
+        (the object `apus memory status --json` prints)."""
+        return self.memory.status().as_dict()
+
+    # -- shaping ----------------------------------------------------------------------------
+
+    def _answer(self, response: SearchResponse) -> SearchAnswer:
+        memory = self.memory
+        vector = response.legs.get("vector")
+        keyword = response.legs.get("keyword")
+        vector_ran = vector is not None and vector.ran
+        keyword_ran = keyword is not None and keyword.ran
+        mode = "hybrid" if vector_ran and keyword_ran else "vector" if vector_ran else "keyword"
+        provider = memory.provider
+        fallback = None
+        if vector is not None and not vector.ran and provider.state != "off":
+            fallback = Fallback(reason=vector.reason, fix=vector.fix)
+        debug: dict[str, Any] = {}
+        if provider.state in ("keyword-only", "unavailable"):
+            debug["embeddingBootstrap"] = redact(provider.reason)
+        return SearchAnswer(
+            results=[_passage(hit) for hit in response.hits],
+            provider=memory.settings.search.provider,
+            model=_model_name(memory),
+            mode=mode,
+            fallback=fallback,
+            debug=debug,
+        )
+
+
+def _passage(hit: SearchHit) -> Passage:
+    return Passage(
+        path=hit.path,
+        startLine=hit.start_line,
+        endLine=hit.end_line,
+        score=hit.score,
+        snippet=hit.snippet,
+        source=hit.source,
+        citation=hit.citation,
+    )
+
+
+def _model_name(memory: Memory) -> str | None:
+    embedder = memory.provider.embedder
+    if embedder is None:
+        return None
+    model = embedder.describe().get("model")  # what it runs, without asking the provider
+    return str(model) if model else memory.settings.search.model or None
+
+
+def _unavailable(exc: ProviderUnavailableError) -> SearchAnswer:
+    return SearchAnswer(
+        results=[],
+        unavailable=True,
+        error=exc.message,
+        action=exc.fix or "check the embedding provider (apus memory status --deep)",
+    )
+
+
+def _day(text: str | None, name: str) -> dt.date | None:
+    if text is None or not text.strip():
+        return None
+    try:
+        return dt.date.fromisoformat(text.strip())
+    except ValueError:
+        raise ToolError(f"`{name}` must be a date written YYYY-MM-DD, not {text!r}.") from None
+
+
+def _tool_error(exc: ApusError) -> ToolError:
+    return ToolError(f"{exc.message} Fix: {exc.fix}" if exc.fix else exc.message)
+
+
+def _reply(answer: BaseModel, *, text: str | None = None) -> Any:
+    """The structured answer without empty fields, and a text form for clients that only
+    read text."""
+    structured = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body = text if text is not None else json.dumps(structured, ensure_ascii=False, indent=1)
+    return CallToolResult(
+        content=[TextContent(type="text", text=body)], structured_content=structured
+    )

@@ -1,0 +1,208 @@
+"""`apus mcp` driven as an agent drives it: the SDK's own client over stdio, a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from integration.helpers import run_apus, write_note
+
+NOTES = {
+    "MEMORY.md": "---\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n## Blog\n\n"
+    "Deploy the blog with `make deploy` from ~/src/blog.\n",
+    "notes/router.md": "# Router\n\nThe router lives in the hallway closet; admin password in "
+    "the password manager under `gateway-host`.\n",
+    "notes/garden.md": "---\ntags: [home]\n---\n# Garden\n\nTomatoes and basil on the balcony.\n",
+    "daily/2026-11-20.md": "# Friday\n\nAsked Sam about JIRA-4821; the fix ships Monday.\n",
+}
+TOOLS = {"memory_search", "memory_get", "memory_related", "memory_recall", "memory_status"}
+# How long a note edited on disk may take to reach search (debounce + sync + slack).
+FRESHNESS_S = 20.0
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("APUS_") or name == "APUS_CONFIG"
+    }
+    env.update(
+        APUS_MEMORY__SEARCH__PROVIDER="none",
+        APUS_MEMORY__SEARCH__SYNC__WATCH_DEBOUNCE_MS="200",
+    )
+    env.update(extra)
+    return env
+
+
+@asynccontextmanager
+async def agent(vault: Path, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    """`apus --vault VAULT mcp` as a subprocess, with an initialised client session."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "apus", "--vault", str(vault), "mcp"],
+        env=env or server_env(),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def refused(session: ClientSession, tool: str, **arguments: Any) -> str:
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    for rel, text in NOTES.items():
+        write_note(root, rel, text)
+    env = server_env()
+    run_apus("--vault", root, "memory", "index", env=env)
+    return root
+
+
+async def test_tools_schemas_and_instructions(vault: Path) -> None:
+    async with agent(vault) as session:
+        listed = (await session.list_tools()).tools
+        assert {tool.name for tool in listed} == TOOLS
+        schemas = {tool.name: tool for tool in listed}
+        search_args = schemas["memory_search"].input_schema["properties"]
+        assert {
+            "query",
+            "maxResults",
+            "minScore",
+            "corpus",
+            "paths",
+            "since",
+            "until",
+            "tags",
+        } <= set(search_args)
+        assert set(schemas["memory_get"].input_schema["properties"]) == {"path", "from", "lines"}
+        result_fields = schemas["memory_search"].output_schema["properties"]
+        assert {"results", "provider", "model", "mode", "fallback", "debug"} <= set(result_fields)
+        text = session.instructions or ""
+        assert str(vault) in text and "4 notes" in text
+        assert all(name in text for name in TOOLS)
+
+
+async def test_every_tool_on_a_known_vault(vault: Path) -> None:
+    async with agent(vault) as session:
+        found = await call(session, "memory_search", query="JIRA-4821")
+        assert found["mode"] == "keyword" and found["provider"] == "none"
+        first = found["results"][0]
+        assert first["path"] == "daily/2026-11-20.md"
+        assert first["citation"] == f"daily/2026-11-20.md#L{first['startLine']}-L{first['endLine']}"
+        assert first["source"] == "memory"
+        tagged = await call(session, "memory_search", query="balcony", tags=["home"])
+        assert [hit["path"] for hit in tagged["results"]] == ["notes/garden.md"]
+        dated = await call(session, "memory_search", query="Sam", since="2026-11-01")
+        assert [hit["path"] for hit in dated["results"]] == ["daily/2026-11-20.md"]
+        none = await call(session, "memory_search", query="JIRA-4821", paths=["notes/"])
+        assert none["results"] == []
+
+        page = await call(session, "memory_get", path="notes/router.md", lines=1)
+        assert page == {
+            "path": "notes/router.md",
+            "text": "# Router",
+            "from": 1,
+            "lines": 1,
+            "truncated": True,
+            "nextFrom": 2,
+        }
+        rest = await call(session, "memory_get", path="notes/router.md", **{"from": 3})
+        assert "gateway-host" in rest["text"] and rest["truncated"] is False
+
+        related = await call(session, "memory_related", path="MEMORY.md")
+        assert "MEMORY.md" not in [hit["path"] for hit in related["results"]]
+        recall = await call(session, "memory_recall", message="please deploy the blog")
+        assert [entry["trigger"] for entry in recall["entries"]] == ["deploy the blog"]
+        status = await call(session, "memory_status")
+        assert (status["files"], status["embeddings"]["state"]) == (4, "off")
+        bad_date = await refused(session, "memory_search", query="x", since="last week")
+        assert "YYYY-MM-DD" in bad_date
+
+
+async def test_memory_get_refuses_escapes(vault: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Secret\n\nnot for agents\n", encoding="utf-8")
+    (vault / "notes" / "link.md").symlink_to(secret)
+    # Hidden folders are never indexed, even by the sync the server runs when it starts.
+    write_note(vault, ".drafts/unindexed.md", "# Draft\n\nnot for agents either\n")
+    (vault / "notes" / "router.txt").write_text("plain text\n", encoding="utf-8")
+    async with agent(vault, server_env(APUS_MEMORY__SEARCH__SYNC__WATCH="false")) as session:
+        for path in (
+            "../secret.md",
+            str(secret),
+            "/etc/passwd",
+            "notes/link.md",
+            ".drafts/unindexed.md",
+            "notes/router.txt",
+        ):
+            text = await refused(session, "memory_get", path=path)
+            assert "Fix:" in text and "not for agents" not in text, text
+
+
+async def test_a_note_edited_while_the_server_runs_is_found(vault: Path) -> None:
+    async with agent(vault) as session:
+        assert (await call(session, "memory_search", query="zeppelin"))["results"] == []
+        write_note(vault, "notes/airship.md", "# Airship\n\nThe zeppelin lands at noon.\n")
+        deadline = time.monotonic() + FRESHNESS_S
+        while True:
+            hits = (await call(session, "memory_search", query="zeppelin"))["results"]
+            if [hit["path"] for hit in hits] == ["notes/airship.md"]:
+                break
+            assert time.monotonic() < deadline, "the edit never reached search"
+            await asyncio.sleep(0.3)
+
+
+async def test_an_unavailable_explicit_provider_is_an_answer_not_a_crash(vault: Path) -> None:
+    env = server_env(
+        APUS_MEMORY__SEARCH__PROVIDER="openai-compatible",
+        APUS_MEMORY__SEARCH__MODEL="some-model",
+        APUS_MEMORY__SEARCH__REMOTE__BASEURL="http://127.0.0.1:9/v1",
+        APUS_MEMORY__SEARCH__REMOTE__TIMEOUTSECONDS="2",
+        APUS_MEMORY__SEARCH__SYNC__WATCH="false",
+    )
+    async with agent(vault, env) as session:
+        answer = await call(session, "memory_search", query="router")
+        assert answer["results"] == [] and answer["unavailable"] is True
+        assert "unavailable" in answer["error"] and answer["action"]
+        # The keyword index is still read: get and status answer.
+        assert (await call(session, "memory_get", path="notes/router.md"))["lines"] == 3
+        assert (await call(session, "memory_status"))["embeddings"]["state"] == "unavailable"
+
+
+async def test_two_servers_on_one_vault(vault: Path) -> None:
+    async with agent(vault) as first, agent(vault) as second:
+        write_note(vault, "notes/kayak.md", "# Kayak\n\nPaddled the Biesbosch.\n")
+        deadline = time.monotonic() + FRESHNESS_S
+        while True:
+            answers = [
+                await call(session, "memory_search", query="Biesbosch")
+                for session in (first, second)
+            ]
+            if all([hit["path"] for hit in a["results"]] == ["notes/kayak.md"] for a in answers):
+                break
+            assert time.monotonic() < deadline, answers
+            await asyncio.sleep(0.3)
+        statuses = [await call(session, "memory_status") for session in (first, second)]
+        assert {status["files"] for status in statuses} == {5}

@@ -132,6 +132,7 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
         self.wizard_options = wizard
         self._mmr: bool | None = None
         self._recency: bool | None = None
+        self.show_related = False  # the related-notes panel under the preview
 
     # -- the session ---------------------------------------------------------------------------
 

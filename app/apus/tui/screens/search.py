@@ -21,6 +21,7 @@ from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import plural
 from apus.tui.messages import OpenInReader
 from apus.tui.widgets.preview import NotePreview
+from apus.tui.widgets.related import RelatedNotes
 from apus.tui.widgets.results import ResultList
 from apus.tui.widgets.status_bar import StatusBar
 
@@ -46,6 +47,13 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         ),
         Binding("slash", "focus_query", "Find", id="focus_search", tooltip="Go to the search box"),
         Binding("down", "focus_results", "Results", id="to_results", show=False),
+        Binding(
+            "ctrl+t",
+            "toggle_related",
+            "Related",
+            id="toggle_related",
+            tooltip="Show or hide the notes related to the previewed one",
+        ),
     ]
 
     @dataclass
@@ -80,11 +88,14 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
             with Vertical(id="results-pane"):
                 yield Static("", id="results-message", markup=False)
                 yield ResultList(id="results")
-            yield NotePreview(placeholder="Select a result to preview it here.", id="preview")
+            with Vertical(id="preview-pane"):
+                yield NotePreview(placeholder="Select a result to preview it here.", id="preview")
+                yield RelatedNotes(id="related")
         yield StatusBar()
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one(RelatedNotes).display = self.apus.show_related
         self.watch(self.app, "index_generation", self._index_changed, init=False)
         self.watch(self.app, "ranking_generation", self._index_changed, init=False)
         self.watch(self.app, "vault_generation", self._vault_changed, init=False)
@@ -150,6 +161,7 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         if hit is None:
             self._previewed = None
             self.query_one(NotePreview).clear()
+            self.query_one(RelatedNotes).show_for(None)
         else:
             self._preview(hit)
 
@@ -179,6 +191,7 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         self.response = None
         self._previewed = None
         self.query_one(NotePreview).clear()
+        self.query_one(RelatedNotes).show_for(None)
         self.query_one(ResultList).show_hits([])
         self.query_one("#search-info", Label).update("")
         self._counts_changed(self.apus.counts)
@@ -196,6 +209,7 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
 
     def _index_changed(self, _generation: int) -> None:
         self._previewed = None  # the note may have changed on disk
+        self.query_one(RelatedNotes).refresh_for_current()
         self.run_search()
 
     def _vault_changed(self, _generation: int) -> None:
@@ -225,6 +239,7 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         self.query_one(NotePreview).show_note(
             self.apus.vault, hit.path, hit.start_line, hit.end_line
         )
+        self.query_one(RelatedNotes).show_for(hit.path)
 
     @on(OptionList.OptionSelected, "#results")
     def _selected(self, event: OptionList.OptionSelected) -> None:
@@ -246,6 +261,12 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
             query.value = ""
         else:
             query.focus()
+
+    def action_toggle_related(self) -> None:
+        related = self.query_one(RelatedNotes)
+        related.display = self.apus.show_related = not related.display
+        if related.display:
+            related.refresh_for_current()
 
     def action_focus_query(self) -> None:
         self.query_one("#query", Input).focus()

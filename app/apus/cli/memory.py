@@ -1,4 +1,4 @@
-"""`apus memory index|search|status|recall`: the shell and script interface."""
+"""`apus memory index|search|get|related|status|recall`: the shell and script interface."""
 
 from __future__ import annotations
 

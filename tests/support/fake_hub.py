@@ -7,10 +7,10 @@ import re
 import socket
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 
 from apus.embed.local.catalog import ModelManifest
+from support.local_http import LocalHttpServer
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
 
@@ -26,7 +26,7 @@ class HubRequest:
 
 
 @dataclass
-class FakeHub:
+class FakeHub(LocalHttpServer):
     """Serves registered files with HEAD/GET, ETag, X-Repo-Commit, Content-Length and Range.
 
     Switches:
@@ -41,59 +41,21 @@ class FakeHub:
     cut_after_bytes: int = 0
     cuts_left: int = 0
     corrupt: bool = False
-    _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def serve(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        if method == "POST":
+            handler.send_error(405)
+        else:
+            self._serve(handler, head=method == "HEAD")
 
     def add(self, repo: str, revision: str, filename: str, data: bytes) -> None:
         self.files[f"/{repo}/resolve/{revision}/{filename}"] = data
         self.commits[f"/{repo}/resolve/{revision}/{filename}"] = revision
 
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
     def gets(self) -> list[HubRequest]:
         with self._lock:
             return [request for request in self.requests if request.method == "GET"]
-
-    def start(self) -> FakeHub:
-        hub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-            def do_HEAD(self) -> None:
-                hub._serve(self, head=True)
-
-            def do_GET(self) -> None:
-                hub._serve(self, head=False)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> FakeHub:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def _serve(self, handler: BaseHTTPRequestHandler, *, head: bool) -> None:
         path = handler.path.split("?", 1)[0]

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from support.local_http import LocalHttpServer
 from support.recording_server import vector_for
 
 __all__ = ["FakeService", "Recorded", "Reply", "vector_for"]
@@ -38,63 +38,19 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class FakeService:
+class FakeService(LocalHttpServer):
     """Serve `answer(request)`, after any scripted replies that match the request's path."""
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self._scripted: list[tuple[str, Reply]] = []
-        self._server: ThreadingHTTPServer | None = None
-        self._url = ""
         self._lock = threading.Lock()
 
-    @property
-    def url(self) -> str:
-        """Where it listens (still known after `stop`, for checks made afterwards)."""
-        assert self._url, "start the fake first"
-        return self._url
+    def serve(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        self._serve(handler)
 
     def answer(self, request: Recorded) -> Reply:
         raise NotImplementedError
-
-    def start(self) -> FakeService:
-        service = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-            def do_GET(self) -> None:
-                service._serve(self)
-
-            def do_POST(self) -> None:
-                service._serve(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        host, port = self._server.server_address[:2]
-        self._url = f"http://{host}:{port}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> FakeService:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def fail(self, on: str, *replies: Reply) -> None:
         """Answer the next requests whose path contains `on` with `replies`, in order."""

@@ -10,9 +10,10 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from support.local_http import LocalHttpServer
 
 
 def vector_for(text: str, dims: int) -> list[float]:
@@ -29,7 +30,7 @@ class RecordedRequest:
 
 
 @dataclass
-class RecordingServer:
+class RecordingServer(LocalHttpServer):
     """Answers POST {prefix}/embeddings and POST /api/embed; `requests` holds every call.
 
     Switches: `api_key` (answer 401 without the bearer), `fail_status` (answer that status),
@@ -41,48 +42,13 @@ class RecordingServer:
     fail_status: int | None = None
     reverse_order: bool = False
     requests: list[RecordedRequest] = field(default_factory=list)
-    _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> RecordingServer:
-        recorder = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-            def do_POST(self) -> None:
-                recorder._answer(self)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> RecordingServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def serve(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        if method == "POST":
+            self._answer(handler)
+        else:
+            handler.send_error(405)
 
     def inputs(self) -> list[str]:
         """Every text received, in request order."""

@@ -1,8 +1,8 @@
 """A disk that fills up while an index is rebuilt: one clear error, the old index kept.
 
-The keyword index is rebuilt in `keyword.new`: when the disk fills up half-way, the error
-says so (not Whoosh's own "writer is closed"), the half-written folder is removed, and the
-index in place keeps answering.
+The keyword index is rebuilt in `keyword.new` and a forced rebuild in `rebuild/`: when the
+disk fills up half-way, the error says so (not Whoosh's own "writer is closed"), the
+half-written folder is removed, and the index in place keeps answering.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ import pytest
 
 from apus.config import Settings
 from apus.index.keyword import KeywordIndex
+from apus.index.shadow import shadow_dir
 from apus.index.store import IndexWriteError, Store
 
 from .helpers import (
     cli_env,
+    generation,
     make_settings,
     run_apus,
     run_json,
@@ -137,5 +139,31 @@ def test_a_full_disk_while_search_repairs_the_keyword_index_is_one_clear_error(
     assert not (index_dir / "keyword.new").exists()
 
     fill(0)
+    found = run_json("--vault", vault, "memory", "search", "--json", "marker42", env=env)
+    assert [hit["path"] for hit in found["results"]] == ["n042.md"]
+
+
+def test_a_full_disk_during_a_forced_rebuild_keeps_the_old_index(
+    tmp_path: Path, small_disk: Path
+) -> None:
+    vault, settings, env = _indexed_on(small_disk, tmp_path)
+    index_dir = settings.index_dir()
+    before = (generation(settings), KeywordIndex(index_dir).state())
+    fill = _fill(small_disk)
+    # Room for part of a second index, not all of it: the rebuild fails beside the old one.
+    used = sum(p.stat().st_size for p in index_dir.rglob("*") if p.is_file())
+    fill(used // 2)
+
+    result = run_apus("--vault", vault, "memory", "index", "--force", env=env, expect=1)
+    _assert_one_clear_error(result.stderr, "is full")
+    assert not shadow_dir(index_dir).exists()
+    found = run_json("--vault", vault, "memory", "search", "--json", "marker42", env=env)
+    assert [hit["path"] for hit in found["results"]] == ["n042.md"]
+    assert run_json("--vault", vault, "memory", "status", "--json", env=env)["files"] == 200
+    assert (generation(settings), KeywordIndex(index_dir).state()) == before
+    print(result.stderr)
+
+    fill(0)
+    run_apus("--vault", vault, "memory", "index", "--force", env=env)
     found = run_json("--vault", vault, "memory", "search", "--json", "marker42", env=env)
     assert [hit["path"] for hit in found["results"]] == ["n042.md"]

@@ -102,6 +102,7 @@ def _search_while_running(
     return searches, empty
 
 
+@pytest.mark.slow
 def test_search_never_goes_blank_during_a_forced_rebuild(tmp_path: Path) -> None:
     vault = _numbered_vault(tmp_path / "vault", COUNT)
     settings = make_settings(vault)
@@ -154,6 +155,7 @@ def _kill_when(proc: subprocess.Popen[str], ready: object) -> None:
     assert proc.returncode == -signal.SIGKILL, "the rebuild ended before it could be killed"
 
 
+@pytest.mark.slow
 def test_a_forced_rebuild_killed_half_way_leaves_the_old_index_serving(tmp_path: Path) -> None:
     vault = _numbered_vault(tmp_path / "vault", COUNT)
     settings = make_settings(vault)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import posixpath
@@ -18,7 +20,8 @@ from whoosh.columns import NumericColumn
 from whoosh.fields import COLUMN, ID, TEXT, Schema
 
 from apus.index.bm25 import Bm25Params, SegmentCache, Statistics, collect_statistics, top_scores
-from apus.index.store import ChunkRecord, Store
+from apus.index.fileswap import exchange
+from apus.index.store import ChunkRecord, IndexWriteError, Store
 from apus.vault.text import ANALYZER_VERSION, keyword_term, tokenize
 
 STAMP_FILE = "apus-stamp.json"
@@ -235,41 +238,59 @@ class KeywordIndex:
         cancel: threading.Event | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
-        """Build a fresh index from the store in a shadow folder, then swap it in."""
+        """Build a fresh index from the store in a shadow folder, then swap it in.
+
+        Raises IndexWriteError when the folder cannot be written (a full disk): the shadow
+        is removed and the index in place is left as it was.
+        """
         generation = store.generation()
         _, total = store.counts()
         shadow = self.dir.with_name(self.DIRNAME + ".new")
         shutil.rmtree(shadow, ignore_errors=True)
-        shadow.mkdir(parents=True)
-        ix = whoosh_index.create_in(str(shadow), _schema())
-        writer = ix.writer(limitmb=256)
         done = 0
         try:
-            for document in _documents(store.iter_chunks()):
-                if cancel is not None and cancel.is_set():
-                    raise InterruptedError("keyword rebuild cancelled")
-                writer.add_document(**document)
-                done += 1
-                if done % _REBUILD_COMMIT_EVERY == 0:
-                    writer.commit(merge=False)
-                    writer = ix.writer(limitmb=256)
-                if progress is not None and done % 1000 == 0:
-                    progress(done, total)
-            writer.commit()
-        except BaseException:
-            writer.cancel()
-            ix.close()
+            shadow.mkdir(parents=True)
+            ix = whoosh_index.create_in(str(shadow), _schema())
+            try:
+                writer = ix.writer(limitmb=256)
+                try:
+                    for document in _documents(store.iter_chunks()):
+                        if cancel is not None and cancel.is_set():
+                            raise InterruptedError("keyword rebuild cancelled")
+                        writer.add_document(**document)
+                        done += 1
+                        if done % _REBUILD_COMMIT_EVERY == 0:
+                            writer.commit(merge=False)
+                            writer = ix.writer(limitmb=256)
+                        if progress is not None and done % 1000 == 0:
+                            progress(done, total)
+                    writer.commit()
+                except BaseException:
+                    # A commit that failed half-way has closed the writer already, and
+                    # cancel() would then hide the real error behind "writer is closed".
+                    with contextlib.suppress(Exception):
+                        writer.cancel()
+                    raise
+            finally:
+                ix.close()
+            self._write_stamp(shadow, generation)
+            self._swap_in(shadow)
+        except BaseException as exc:
             shutil.rmtree(shadow, ignore_errors=True)
+            if isinstance(exc, OSError) and not isinstance(exc, InterruptedError):
+                raise _write_error(self.dir, exc) from exc
             raise
-        ix.close()
-        self._write_stamp(shadow, generation)
-        self._swap_in(shadow)
         if progress is not None:
             progress(done, total)
 
     def _swap_in(self, shadow: Path) -> None:
         with self._lock:
             self._close_searcher()
+            # One atomic exchange where the system has one: a reader never finds the folder
+            # missing (the two renames below leave a moment where it is).
+            if self.dir.exists() and exchange(shadow, self.dir):
+                shutil.rmtree(shadow, ignore_errors=True)  # the old index, now at `shadow`
+                return
             old = self.dir.with_name(self.DIRNAME + ".old")
             shutil.rmtree(old, ignore_errors=True)
             if self.dir.exists():
@@ -346,3 +367,16 @@ class KeywordIndex:
     def close(self) -> None:
         with self._lock:
             self._close_searcher()
+
+
+def _write_error(folder: Path, exc: OSError) -> IndexWriteError:
+    """What a failed keyword rebuild means for the user (the error Whoosh met, not its own)."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return IndexWriteError(
+            f"The disk holding the index {folder.parent} is full (rebuilding the keyword index).",
+            "free some space on it, then run the same command again (what was indexed is kept)",
+        )
+    return IndexWriteError(
+        f"The keyword index {folder} cannot be written ({exc.strerror or exc}).",
+        f"check that {folder.parent} is a folder you can write to on a working disk",
+    )

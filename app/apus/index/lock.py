@@ -30,7 +30,12 @@ class WriterLock:
                 f"Another Apus process ({who}) is updating the index of {self._vault}.",
                 fix="wait for it to finish (search keeps working meanwhile), or stop that process",
             ) from None
-        self._pid_file.write_text(str(os.getpid()), encoding="utf-8")
+        try:
+            self._pid_file.write_text(str(os.getpid()), encoding="utf-8")
+        except OSError:
+            # Only the busy message reads it; a full disk must not stop the writer here, but
+            # reach the step that says what is wrong.
+            self._pid_file.unlink(missing_ok=True)
         return self
 
     def __exit__(

@@ -364,6 +364,68 @@ class Store:
         """A random name given to this database when it was created ("" if older)."""
         return self.get_meta("store_id", "") or ""
 
+    # -- a forced rebuild: a new database beside the live one --------------------------
+
+    def continue_from(self, live: Path) -> None:
+        """Make this new, empty database carry on from the live one at `live`, which it is
+        built to replace: the embedding cache (text already embedded is never embedded
+        again), the record of a damaged database set aside, the chunk-id counter (an id
+        is never given to another text, even across the swap) and the generation (readers
+        see it move on)."""
+        with self._attached(live, "live"), self._db:
+            self._copy_cache("live", "main")
+            self._db.execute(
+                "INSERT OR REPLACE INTO main.meta(key, value) "
+                "SELECT key, value FROM live.meta WHERE key = ?",
+                (_SET_ASIDE_KEY,),
+            )
+            row = self._db.execute("SELECT MAX(id) FROM live.chunks").fetchone()
+            given = self._db.execute(
+                "SELECT value FROM live.meta WHERE key = ?", (_HIGHEST_CHUNK_KEY,)
+            ).fetchone()
+            highest = max(int(row[0] or 0), int(given[0]) if given else 0)
+            self.set_meta(_HIGHEST_CHUNK_KEY, str(highest))
+            generation = self._db.execute(
+                "SELECT value FROM live.meta WHERE key = 'generation'"
+            ).fetchone()
+            self.set_meta("generation", str(int(generation[0] if generation else 0) + 1))
+
+    def salvage_cache_from(self, other: Path) -> None:
+        """Copy the embedding cache of a half-built database into this one, if it can be
+        read at all (a run killed while creating it leaves one that cannot): what was
+        embedded there is not embedded again."""
+        try:
+            with self._attached(other, "other"), self._db:
+                self._copy_cache("other", "main")
+        except (sqlite3.Error, ApusError):  # unreadable, no schema yet, or no room: skipped
+            return
+
+    def replace_with(self, source: Store) -> None:
+        """Make this database a copy of `source` in one write transaction (SQLite's backup
+        API): a reader, however long it has held its connection, sees the old content or
+        the new, never a mix, and a run killed half-way leaves the old one whole."""
+        try:
+            source._db.backup(self._db)
+        except sqlite3.Error as exc:
+            _raise_for_user(exc, self.path)
+        # The copy sits in the WAL until a checkpoint: fold it into the file, shrink the WAL.
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    @contextmanager
+    def _attached(self, path: Path, name: str) -> Iterator[None]:
+        """The database at `path` as schema `name` of this connection, for one copy."""
+        self._db.execute(f"ATTACH DATABASE ? AS {name}", (str(path),))
+        try:
+            yield
+        finally:
+            self._db.execute(f"DETACH DATABASE {name}")
+
+    def _copy_cache(self, source: str, target: str) -> None:
+        self._db.execute(
+            f"INSERT OR IGNORE INTO {target}.embedding_cache(key, dims, vector, created) "
+            f"SELECT key, dims, vector, created FROM {source}.embedding_cache"
+        )
+
     # -- schema -------------------------------------------------------------------------
 
     def _migrate(self) -> None:
@@ -433,8 +495,14 @@ class Store:
         ).fetchone()
         return _file_record(row) if row else None
 
-    def add_file(self, new: NewFile) -> tuple[int, list[int]]:
-        """Insert (or replace) a file and its chunks; returns file id and chunk ids."""
+    def add_file(
+        self, new: NewFile, reuse_ids: Sequence[int | None] | None = None
+    ) -> tuple[int, list[int]]:
+        """Insert (or replace) a file and its chunks; returns file id and chunk ids.
+
+        `reuse_ids` gives chunks the id they already have in the live store a forced rebuild
+        replaces (None: a fresh id); only ids of the same text may be passed.
+        """
         self._db.execute("DELETE FROM files WHERE path = ?", (new.path,))
         cursor = self._db.execute(
             "INSERT INTO files(path, size, mtime_ns, sha256, title, note_date, importance, "
@@ -460,12 +528,17 @@ class Store:
         file_id = int(cursor.lastrowid or 0)
         chunk_ids: list[int] = []
         next_id = self._next_chunk_id()
-        for chunk in new.chunks:
+        fresh = 0
+        for index, chunk in enumerate(new.chunks):
+            chunk_id = reuse_ids[index] if reuse_ids is not None else None
+            if chunk_id is None:
+                chunk_id = next_id + fresh
+                fresh += 1
             cur = self._db.execute(
                 "INSERT INTO chunks(id, file_id, ordinal, start_line, end_line, heading, text, "
                 "tokens) VALUES (?,?,?,?,?,?,?,?)",
                 (
-                    next_id + len(chunk_ids),
+                    chunk_id,
                     file_id,
                     chunk.ordinal,
                     chunk.start_line,
@@ -476,8 +549,8 @@ class Store:
                 ),
             )
             chunk_ids.append(int(cur.lastrowid or 0))
-        if chunk_ids:
-            self.set_meta(_HIGHEST_CHUNK_KEY, str(chunk_ids[-1]))
+        if fresh:
+            self.set_meta(_HIGHEST_CHUNK_KEY, str(next_id + fresh - 1))
         return file_id, chunk_ids
 
     def _next_chunk_id(self) -> int:

@@ -4,6 +4,9 @@ Keyword data is committed in batches before embedding starts, so search by words
 as soon as the keyword step ends; the embedding step then runs with the session's provider.
 Every batch is a transaction: a killed or cancelled run keeps what it committed and the next
 run continues from there.
+
+A forced run instead builds a whole new index beside the live one and swaps it in when it is
+complete (apus.index.shadow), so search keeps answering from the old index meanwhile.
 """
 
 from __future__ import annotations
@@ -24,7 +27,15 @@ from apus.index.keyword import KeywordIndex
 from apus.index.lock import WriterLock
 from apus.index.note_filter import fold_tag
 from apus.index.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
-from apus.index.store import ChunkRecord, FileRecord, NewFile, SetAside, Store
+from apus.index.shadow import discard_leftover, open_shadow, shadow_dir, swap_in
+from apus.index.store import (
+    ChunkRecord,
+    FileRecord,
+    IndexWriteError,
+    NewFile,
+    SetAside,
+    Store,
+)
 from apus.vault.chunk import CHUNKING_VERSION, chunk_note
 from apus.vault.dates import date_from_path
 from apus.vault.markdown import ParsedNote, parse_note
@@ -173,6 +184,9 @@ class _BatchWriter:
     the end of the sync (`plan.rebuild_keyword`), so nothing is lost.
     """
 
+    # False: changes go into the live store; True: a forced rebuild fills a shadow store.
+    rebuilding = False
+
     def __init__(self, store: Store, keyword: KeywordIndex, plan: SyncPlan) -> None:
         self.store = store
         self.keyword = keyword
@@ -183,6 +197,10 @@ class _BatchWriter:
 
     def pending(self) -> int:
         return len(self.new) + len(self.renames)
+
+    def add(self, new: NewFile, source: FileRecord | None) -> None:
+        """Queue a note to write; `source` is the stored file it replaces or was renamed from."""
+        self.new.append(new)
 
     def flush(self) -> None:
         if not self.pending():
@@ -219,6 +237,56 @@ class _BatchWriter:
             self.plan.rebuild_keyword = True
 
 
+class _ShadowWriter(_BatchWriter):
+    """Writes a forced rebuild into the shadow store, beside the live one (apus.index.shadow).
+
+    Every chunk whose text is unchanged keeps the id it has in the live store: a reader that
+    pairs the new store with the old keyword index or FAISS for a moment while they are
+    swapped still finds it. Nothing is mirrored into Whoosh: the shadow's keyword index is
+    built once, at the end.
+    """
+
+    rebuilding = True
+
+    def __init__(self, shadow: Store, live: Store, keyword: KeywordIndex, plan: SyncPlan) -> None:
+        super().__init__(shadow, keyword, plan)
+        self.live = live
+        self.sources: dict[str, FileRecord] = {}  # new path -> the live file it continues
+
+    def add(self, new: NewFile, source: FileRecord | None) -> None:
+        self.new.append(new)
+        if source is not None:
+            self.sources[new.path] = source
+
+    def flush(self) -> None:
+        if not self.new:
+            return
+        live_chunks: dict[int, list[ChunkRecord]] = {}
+        for chunk in self.live.iter_chunks([source.id for source in self.sources.values()]):
+            live_chunks.setdefault(chunk.file_id, []).append(chunk)
+        with self.store.transaction():
+            for new in self.new:
+                source = self.sources.get(new.path)
+                before = live_chunks.get(source.id, []) if source is not None else []
+                self.store.add_file(new, _reusable_ids(new, before))
+            self.store.bump_generation()
+        self.new, self.sources = [], {}
+
+
+def _reusable_ids(new: NewFile, before: list[ChunkRecord]) -> list[int | None] | None:
+    """The live ids of `new`'s chunks whose text (and note title, which the embedded text
+    carries) is unchanged; None for the others, which get fresh ids."""
+    if not before or before[0].title != new.title:
+        return None
+    ids_by_text: dict[str, list[int]] = {}
+    for chunk in before:
+        ids_by_text.setdefault(chunk.text, []).append(chunk.id)
+    return [
+        ids_by_text[chunk.text].pop(0) if ids_by_text.get(chunk.text) else None
+        for chunk in new.chunks
+    ]
+
+
 class Indexer:
     """Keeps one vault's store and derived indexes in step with the files on disk."""
 
@@ -248,25 +316,88 @@ class Indexer:
         with WriterLock(self.index_dir, self.vault):
             report.store_set_aside = Store.set_aside_if_damaged(self.index_dir, thorough=force)
             store = Store(self.index_dir)
-            keyword = KeywordIndex(self.index_dir)
             try:
-                self._keyword_steps(store, keyword, report, force, cancel, emit)
-                report.embedding = run_embedding(
-                    store,
-                    self.index_dir,
-                    self.provider,
-                    EmbedRequest(force=force, reembed=reembed),
-                    cancel=cancel,
-                    emit=emit,
-                )
-                report.cancelled = report.embedding.state == "cancelled"
-            except SyncCancelled:
-                report.cancelled = True
+                discard_leftover(self.index_dir, store)  # a forced rebuild that died
+                if force:
+                    self._rebuild_beside(store, report, reembed, cancel, emit)
+                else:
+                    self._update_in_place(store, report, reembed, cancel, emit)
             finally:
-                keyword.close()
                 store.close()
         report.seconds = time.monotonic() - started
         return report
+
+    def _update_in_place(
+        self,
+        store: Store,
+        report: SyncReport,
+        reembed: bool,
+        cancel: threading.Event | None,
+        emit: ProgressCallback,
+    ) -> None:
+        """Write what changed into the live index, batch by batch, then embed."""
+        keyword = KeywordIndex(self.index_dir)
+        try:
+            self._keyword_steps(store, keyword, report, cancel, emit)
+            report.embedding = run_embedding(
+                store,
+                self.index_dir,
+                self.provider,
+                EmbedRequest(reembed=reembed),
+                cancel=cancel,
+                emit=emit,
+            )
+            report.cancelled = report.embedding.state == "cancelled"
+        except SyncCancelled:
+            report.cancelled = True
+        finally:
+            keyword.close()
+
+    def _rebuild_beside(
+        self,
+        live: Store,
+        report: SyncReport,
+        reembed: bool,
+        cancel: threading.Event | None,
+        emit: ProgressCallback,
+    ) -> None:
+        """`--force`: build a whole new index beside the live one, which keeps serving, and
+        swap it in once its keyword part is complete (see apus.index.shadow). Stopped before
+        that, it is discarded and the live index stays as it was."""
+        folder = shadow_dir(self.index_dir)
+        shadow = open_shadow(self.index_dir, live)
+        keyword = KeywordIndex(folder)
+        swapped = False
+        try:
+            self._keyword_steps(shadow, keyword, report, cancel, emit, live=live)
+            keyword.close()
+            # Embedding goes on in the shadow too: the live vectors serve until the swap.
+            report.embedding = run_embedding(
+                shadow,
+                folder,
+                self.provider,
+                EmbedRequest(force=True, reembed=reembed),
+                cancel=cancel,
+                emit=emit,
+            )
+            # Stopped or failed while embedding: the new index is complete by keyword and
+            # replaces the old one; the next sync embeds the rest, as after any stop.
+            report.cancelled = report.embedding.state == "cancelled"
+            swap_in(self.index_dir, live, shadow)
+            swapped = True
+        except SyncCancelled:
+            report.cancelled = True
+        except IndexWriteError as exc:
+            raise IndexWriteError(
+                f"{exc.message} (A forced rebuild builds a second index beside the live one, "
+                "which is kept as it was.)",
+                exc.fix,
+            ) from exc
+        finally:
+            keyword.close()
+            shadow.close()
+            if not swapped:
+                discard_leftover(self.index_dir, live)
 
     def repair_keyword(self, *, damaged: bool = False) -> bool:
         """Rebuild the keyword index from the store if it cannot serve or lags behind it
@@ -300,16 +431,29 @@ class Indexer:
         store: Store,
         keyword: KeywordIndex,
         report: SyncReport,
-        force: bool,
         cancel: threading.Event | None,
         emit: ProgressCallback,
+        *,
+        live: Store | None = None,
     ) -> None:
+        """Scan, write the notes into `store` and bring `keyword` up to date with it.
+
+        With `live`, `store` is the shadow of a forced rebuild: every note is read again and
+        written there, and the plan (what changed, was renamed, is gone) is made against the
+        live store, which the shadow will replace.
+        """
         scan = self._scan(cancel, emit)
         report.files = len(scan.files)
-        plan = plan_sync(scan, store, keyword, chunking_signature(self.settings), force=force)
+        signature = chunking_signature(self.settings)
+        rebuilding = live is not None
+        plan = plan_sync(scan, live or store, keyword, signature, force=rebuilding)
         report.unchanged = plan.unchanged
-        writer = _BatchWriter(store, keyword, plan)
-        self._read_changed(plan, writer, report, force, cancel, emit)
+        writer = (
+            _ShadowWriter(store, live, keyword, plan)
+            if live is not None
+            else _BatchWriter(store, keyword, plan)
+        )
+        self._read_changed(plan, writer, report, cancel, emit)
         self._remove_gone(plan, writer, report)
         if plan.rebuild_keyword:
             self._rebuild_keyword(store, keyword, cancel, emit)
@@ -337,7 +481,6 @@ class Indexer:
         plan: SyncPlan,
         writer: _BatchWriter,
         report: SyncReport,
-        force: bool,
         cancel: threading.Event | None,
         emit: ProgressCallback,
     ) -> None:
@@ -347,7 +490,7 @@ class Indexer:
         for done, scanned in enumerate(plan.to_read, start=1):
             if cancel is not None and cancel.is_set():
                 raise SyncCancelled
-            self._read_one(scanned, plan, writer, report, force)
+            self._read_one(scanned, plan, writer, report)
             if writer.pending() >= _BATCH_FILES:
                 writer.flush()
             if done % 50 == 0 or done == total:
@@ -357,12 +500,7 @@ class Indexer:
         writer.flush()
 
     def _read_one(
-        self,
-        scanned: ScannedFile,
-        plan: SyncPlan,
-        writer: _BatchWriter,
-        report: SyncReport,
-        force: bool,
+        self, scanned: ScannedFile, plan: SyncPlan, writer: _BatchWriter, report: SyncReport
     ) -> None:
         max_bytes = self.settings.search.sync.max_file_bytes
         note = read_note_text(
@@ -377,7 +515,7 @@ class Indexer:
         if (
             previous is not None
             and previous.sha256 == note.sha256
-            and not force
+            and not writer.rebuilding
             and previous.chunking == plan.signature
         ):
             # Touched, not changed: remember the new size and mtime so the next scan skips it.
@@ -387,23 +525,27 @@ class Indexer:
             return
         origin = plan.take_renamed(note.sha256) if previous is None else None
         if origin is not None:
-            # The chunks stay; what the name says (stem title, date) follows it.
-            writer.renames.append((origin, scanned, _name_facts(scanned, note.text)))
             report.renamed += 1
-            return
-        writer.new.append(
-            self._prepare(scanned, note.text, note.sha256, note.replaced_invalid_utf8, plan)
+            if not writer.rebuilding:
+                # The chunks stay; what the name says (stem title, dates) follows it.
+                writer.renames.append((origin, scanned, _name_facts(scanned, note.text)))
+                return
+        writer.add(
+            self._prepare(scanned, note.text, note.sha256, note.replaced_invalid_utf8, plan),
+            previous or origin,
         )
-        if previous is None:
-            report.added += 1
-        else:
+        if previous is not None:
             report.changed += 1
+        elif origin is None:
+            report.added += 1
 
     def _remove_gone(self, plan: SyncPlan, writer: _BatchWriter, report: SyncReport) -> None:
         """Drop vanished and now-unreadable files; record the skip list and sync time."""
         store = writer.store
         removed_ids = writer.removed_ids + [record.id for record in plan.gone.values()]
         report.removed = len(plan.gone)
+        if writer.rebuilding:
+            removed_ids = []  # ids of the live store: the shadow never held those files
         with store.transaction():
             if removed_ids:
                 store.delete_files(removed_ids)

@@ -241,7 +241,10 @@ def _keyword_keys(index_dir: Path, generation: int, key_of: dict[int, Key]) -> s
     ix = whoosh_index.open_dir(str(index_dir / KeywordIndex.DIRNAME))
     try:
         with ix.searcher() as searcher:
-            ids = [int(fields["chunk_id"]) for fields in searcher.all_stored_fields()]
+            # The chunk id is a column (read per segment), not a stored field.
+            reader = searcher.reader()
+            column = reader.column_reader("chunk")
+            ids = [int(column[doc]) for doc in reader.all_doc_ids()]
     finally:
         ix.close()
     assert len(ids) == len(set(ids)), "a chunk is in the keyword index twice"

@@ -49,7 +49,9 @@ def _json(data: Any) -> None:
 def index(force: bool, reembed: bool, as_json: bool) -> None:
     """Build or update the index (only changed files are read again).
 
-    Ctrl-C stops cleanly; what was done is kept and the next run continues from there.
+    Ctrl-C stops cleanly; what was done is kept and the next run continues from there (a
+    --force builds a new index beside the old one, which serves until the new one is ready:
+    stopped early, it keeps only the vectors it made).
     Exit status: 0 done, 1 error, 3 notes indexed but embeddings incomplete (the reason is
     printed, and is in `embedding` with --json), 130 stopped.
     """

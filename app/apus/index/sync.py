@@ -25,6 +25,7 @@ from apus.index.lock import WriterLock
 from apus.index.note_filter import fold_tag
 from apus.index.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
 from apus.index.store import ChunkRecord, FileRecord, NewFile, SetAside, Store
+from apus.index.transcripts import TranscriptReport, sync_transcripts
 from apus.vault.chunk import CHUNKING_VERSION, chunk_note
 from apus.vault.dates import date_from_path
 from apus.vault.markdown import ParsedNote, parse_note
@@ -60,6 +61,7 @@ class SyncReport:
     seconds: float = 0.0
     embedding: EmbedOutcome = field(default_factory=lambda: EmbedOutcome("off"))
     store_set_aside: SetAside | None = None  # a damaged database moved away and rebuilt
+    sessions: TranscriptReport = field(default_factory=TranscriptReport)
 
     @property
     def embedded(self) -> int:
@@ -73,6 +75,10 @@ class SyncReport:
             or self.changed
             or self.removed
             or self.renamed
+            or self.sessions.added
+            or self.sessions.appended
+            or self.sessions.reread
+            or self.sessions.removed
             or self.keyword_rebuilt
             or self.embedded
         )
@@ -134,7 +140,7 @@ class SyncPlan:
 def plan_sync(
     scan: ScanResult, store: Store, keyword: KeywordIndex, signature: str, *, force: bool
 ) -> SyncPlan:
-    known = store.files()
+    known = store.files(source="memory")  # transcripts are the transcript step's
     seen = {scanned.rel_path for scanned in scan.files}
     to_read: list[ScannedFile] = []
     unchanged = 0
@@ -311,6 +317,14 @@ class Indexer:
         writer = _BatchWriter(store, keyword, plan)
         self._read_changed(plan, writer, report, force, cancel, emit)
         self._remove_gone(plan, writer, report)
+        report.sessions = sync_transcripts(
+            store,
+            self.settings,
+            force=force,
+            mirror=None if plan.rebuild_keyword else writer.mirror,
+            cancel=cancel,
+            emit=emit,
+        )
         if plan.rebuild_keyword:
             self._rebuild_keyword(store, keyword, cancel, emit)
             report.keyword_rebuilt = True

@@ -302,3 +302,22 @@ def test_an_append_embeds_only_the_tail(
     assert second.embedded == len([text for text in fresh if text not in before.values()])
     assert 1 <= second.embedded < len(after)
     assert sync(settings).embedded == 0
+
+
+def test_an_append_after_a_split_message_keeps_every_word_once(vault: Path, agents: Path) -> None:
+    settings = settings_for(vault, agents, APUS_MEMORY__SEARCH__CHUNKING__TOKENS="40")
+    path = transcript_path(agents, "main/s1")
+    long_answer = " ".join(f"step{i}" for i in range(120))
+    append(path, lines([message("m4", "m3", "user", "List the steps", "2026-11-21T08:00:00Z")]))
+    append(path, lines([message("m5", "m4", "assistant", long_answer, "2026-11-21T08:01:00Z")]))
+    sync(settings)
+    before = _transcript_chunks(settings)
+    append(path, lines(conversation("main/s1", [("Thanks!", "Welcome.")], first=6)))
+    report = sync(settings)
+    assert (report.sessions.appended, report.sessions.messages) == (1, 2)
+    after = _transcript_chunks(settings)
+    words = " ".join(after[i] for i in sorted(after)).split()
+    assert [w for w in words if w.startswith("step") and w[4:].isdigit()] == long_answer.split()
+    # The split message's pieces are made again (same text), the chunks before them stay.
+    assert set(before) - set(after) and min(set(before) - set(after)) > min(before)
+    assert sorted(before.values()) == sorted(t for t in after.values() if t in before.values())

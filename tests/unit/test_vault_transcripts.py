@@ -186,11 +186,14 @@ def test_chunks_never_split_a_message_unless_it_alone_is_too_big() -> None:
     assert [c.start_line for c in tx.chunk_messages(turns, max_tokens=100)] == [2, 4]
     assert [c.start_line for c in tx.chunk_messages(turns, max_tokens=200)] == [2]
 
-    huge = _messages(("user", " ".join(f"w{i}" for i in range(400))))
+    huge = _messages(("user", " ".join(f"w{i}" for i in range(400))), ("assistant", "noted"))
     pieces = tx.chunk_messages(huge, max_tokens=64)
-    assert len(pieces) > 1
-    assert all(c.tokens <= 64 and (c.start_line, c.end_line) == (2, 2) for c in pieces)
-    assert " ".join(c.text for c in pieces).split()[1:] == [f"w{i}" for i in range(400)]
+    assert len(pieces) > 2
+    assert all(c.tokens <= 64 and (c.start_line, c.end_line) == (2, 2) for c in pieces[:-1])
+    assert " ".join(c.text for c in pieces[:-1]).split()[1:] == [f"w{i}" for i in range(400)]
+    # What follows a split message starts a chunk of its own: no chunk begins inside a
+    # message and goes on past it.
+    assert (pieces[-1].text, pieces[-1].start_line) == ("Assistant: noted", 3)
 
 
 def test_rechunking_from_a_chunk_start_gives_the_same_chunks() -> None:

@@ -459,13 +459,14 @@ def chunk_messages(
             text = "\n\n".join(part for _m, part, _t in pending)
             first, last = pending[0][0], pending[-1][0]
             ordinal = first_ordinal + len(chunks)
-            chunks.append(Chunk(ordinal, text, first.line, last.line, (), count_tokens(text)))
+            # The sum of its messages' counts: a text costs at most what its lines cost.
+            chunks.append(Chunk(ordinal, text, first.line, last.line, (), used))
         pending, used = [], 0
 
     for message in messages:
-        for part in _message_parts(message, max_tokens):
-            tokens = count_tokens(part)
-            turn_starts = message.role == "user" and part.startswith(_label(message))
+        parts = _message_parts(message, max_tokens)
+        for index, (part, tokens) in enumerate(parts):
+            turn_starts = message.role == "user" and index == 0
             if pending and (
                 used + tokens > max_tokens
                 or (turn_starts and used >= max_tokens * _TURN_CUT_MIN_FILL)
@@ -473,6 +474,11 @@ def chunk_messages(
                 close()
             pending.append((message, part, tokens))
             used += tokens
+        if len(parts) > 1:
+            # The last piece of a split message ends its chunk: a chunk that began inside a
+            # message then spans that one line, and is never taken for a note chunk that
+            # repeats the lines before it (apus.index.keyword.repeated_lines).
+            close()
     close()
     return chunks
 
@@ -481,11 +487,13 @@ def _label(message: Message) -> str:
     return f"{_ROLE_LABELS.get(message.role, message.role)}: "
 
 
-def _message_parts(message: Message, max_tokens: int) -> list[str]:
-    """The message as chunk text ("User: …"), in pieces when it is too big for one chunk."""
+def _message_parts(message: Message, max_tokens: int) -> list[tuple[str, int]]:
+    """The message as chunk text ("User: …") and its token count, in pieces when it is too
+    big for one chunk."""
     text = _label(message) + message.text
-    if count_tokens(text) <= max_tokens:
-        return [text]
+    tokens = count_tokens(text)
+    if tokens <= max_tokens:
+        return [(text, tokens)]
     parts: list[str] = []
     current: list[str] = []
     used = 0
@@ -498,7 +506,7 @@ def _message_parts(message: Message, max_tokens: int) -> list[str]:
         used += cost
     if current:
         parts.append("".join(current).strip())
-    return [part for part in parts if part]
+    return [(part, count_tokens(part)) for part in parts if part]
 
 
 def _words(text: str) -> Iterator[str]:

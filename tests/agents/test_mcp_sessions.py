@@ -3,6 +3,8 @@ sessions_history, and memory_search over transcripts with the asker's visibility
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +12,16 @@ import pytest
 from mcp.client.session import ClientSession
 
 from integration.helpers import run_apus, write_note
-from support.transcripts import conversation, enabled_env, write_transcript
+from support.transcripts import (
+    append,
+    conversation,
+    enabled_env,
+    lines,
+    transcript_path,
+    write_transcript,
+)
 
-from .test_mcp_server import agent, call, refused, server_env
+from .test_mcp_server import FRESHNESS_S, agent, call, refused, server_env
 
 
 async def call_args(client: ClientSession, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -131,3 +140,22 @@ async def test_transcript_tools_say_how_to_turn_them_on(world: tuple[Path, Path]
         assert "not indexed" in (session.instructions or "")
         none = await call(session, "memory_search", query="router", corpus="sessions")
         assert none["results"] == []
+
+
+async def test_a_conversation_growing_while_the_server_runs_is_found(
+    world: tuple[Path, Path],
+) -> None:
+    vault, agents = world
+    env = server_env(**enabled_env(agents))  # watching, 200 ms debounce
+    run_apus("--vault", vault, "memory", "index", env=env)
+    async with agent(vault, env) as session:
+        assert (await call(session, "sessions_search", query="teapot"))["results"] == []
+        exchange = conversation("main/a1", [("Which teapot glaze?", "Tenmoku.")], first=2)
+        append(transcript_path(agents, "main/a1"), lines(exchange))
+        deadline = time.monotonic() + FRESHNESS_S
+        while True:
+            found = (await call(session, "sessions_search", query="teapot"))["results"]
+            if [r["sessionKey"] for r in found] == ["main/a1"]:
+                break
+            assert time.monotonic() < deadline, "the append never reached search"
+            await asyncio.sleep(0.3)

@@ -39,6 +39,8 @@ from apus.memory.transcript_reader import (
 from apus.search.engine import Searcher, SearchOptions, SearchResponse
 from apus.search.recall import RecallEntry, recall
 from apus.search.vector_leg import ProviderVectorLeg
+from apus.vault import transcripts
+from apus.vault.scan import NOTE_SUFFIXES
 from apus.watch import watch_notes
 
 log = logging.getLogger(__name__)
@@ -366,12 +368,17 @@ class Memory:
 
     def _watch(self, debounce_ms: int) -> None:
         roots = [self.vault, *self.settings.extra_roots()]
+        suffixes = NOTE_SUFFIXES
+        if transcripts.enabled(self.settings.search):  # conversations grow while agents run
+            roots += transcripts.roots(self.settings)
+            suffixes += (transcripts.SUFFIX,)
         try:
             watch_notes(
                 roots,
                 lambda _changed: self.request_sync(),
                 stop=self._stop_watching,
                 debounce_ms=debounce_ms,
+                suffixes=suffixes,
             )
         except Exception as exc:  # the index still updates on request; the faces say so
             log.exception("watching %s stopped", self.vault)

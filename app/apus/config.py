@@ -150,6 +150,24 @@ class SyncSettings(_Section):
     max_file_bytes: int = Field(5 * 1024 * 1024, ge=1024)
 
 
+class ExperimentalSettings(_Section):
+    # Index agent session transcripts; they are searched only when `sources` also names
+    # "sessions", and removed from the index by the next sync when either is off.
+    session_memory: bool = False
+
+
+class SessionsSettings(_Section):
+    # Transcript roots, laid out as <root>/<agentId>/sessions/<sessionId>.jsonl; relative
+    # paths are taken from the vault.
+    paths: tuple[str, ...] = ()
+    # A longer line (a huge tool output) is skipped and counted; conversation text is
+    # rarely more than a few kilobytes a message.
+    max_line_bytes: int = Field(1024 * 1024, ge=1024)
+
+
+SearchSource = Literal["memory", "sessions"]
+
+
 class SearchSettings(_Section):
     # Filled from [models.providers] by Settings (whatever a file writes here is replaced), so
     # that resolving `provider` needs only this section. Declared first: `provider` checks it.
@@ -171,6 +189,9 @@ class SearchSettings(_Section):
     query: QuerySettings = QuerySettings()
     store: StoreSettings = StoreSettings()
     sync: SyncSettings = SyncSettings()
+    experimental: ExperimentalSettings = ExperimentalSettings()
+    sources: tuple[SearchSource, ...] = ("memory",)
+    sessions: SessionsSettings = SessionsSettings()
 
     @field_validator("provider")
     @classmethod
@@ -191,6 +212,16 @@ class MemorySettings(_Section):
     search: SearchSettings = SearchSettings()
 
 
+class SessionToolSettings(_Section):
+    # Which transcripts the one asking may see: its own session ("self"), it and the
+    # sessions spawned from it ("tree"), its agent's sessions ("agent"), or every one ("all").
+    visibility: Literal["self", "tree", "agent", "all"] = "all"
+
+
+class ToolsSettings(_Section):
+    sessions: SessionToolSettings = SessionToolSettings()
+
+
 class TuiSettings(_Section):
     keys: dict[str, str] = {}  # binding id -> key(s), e.g. {"rebuild_index": "ctrl+r"}
     theme: str = "textual-dark"
@@ -200,6 +231,7 @@ class Settings(_Section):
     vault: str = ""
     models: ModelsSettings = ModelsSettings()
     memory: MemorySettings = MemorySettings()
+    tools: ToolsSettings = ToolsSettings()
     tui: TuiSettings = TuiSettings()
 
     @model_validator(mode="before")

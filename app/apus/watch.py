@@ -28,9 +28,10 @@ class NoteFilter(DefaultFilter):
     Hidden files and folders inside a root (.git, .obsidian, editor swap files) never count.
     """
 
-    def __init__(self, roots: Sequence[Path]) -> None:
+    def __init__(self, roots: Sequence[Path], suffixes: Sequence[str] = NOTE_SUFFIXES) -> None:
         super().__init__()
         self._roots = [root.resolve() for root in roots]
+        self._suffixes = tuple(suffixes)
 
     def __call__(self, change: Change, path: str) -> bool:
         if not super().__call__(change, path):
@@ -39,7 +40,7 @@ class NoteFilter(DefaultFilter):
         if any(part.startswith(".") for part in self._inner_parts(candidate)):
             return False
         suffix = candidate.suffix.lower()
-        return suffix in NOTE_SUFFIXES or suffix == ""
+        return suffix in self._suffixes or suffix == ""
 
     def _inner_parts(self, path: Path) -> tuple[str, ...]:
         for root in self._roots:
@@ -54,12 +55,14 @@ def watch_notes(
     *,
     stop: threading.Event,
     debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+    suffixes: Sequence[str] = NOTE_SUFFIXES,
 ) -> None:
     """Block until `stop` is set, calling `on_change` once per quiet batch of note changes.
 
     A batch is reported once `debounce_ms` pass without further changes (and at least every
     10 s while changes keep coming). Roots that do not exist are not watched; with none left
-    this returns at once.
+    this returns at once. `suffixes`: the file names that count (agent transcripts add
+    `.jsonl`).
     """
     existing = [root.resolve() for root in roots if root.is_dir()]
     if not existing:
@@ -69,7 +72,7 @@ def watch_notes(
     first_change = last_change = 0.0
     batches = watch(
         *existing,
-        watch_filter=NoteFilter(existing),
+        watch_filter=NoteFilter(existing, suffixes),
         step=_POLL_MS,
         stop_event=stop,
         rust_timeout=_POLL_MS,

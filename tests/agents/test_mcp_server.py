@@ -25,7 +25,15 @@ NOTES = {
     "notes/garden.md": "---\ntags: [home]\n---\n# Garden\n\nTomatoes and basil on the balcony.\n",
     "daily/2026-11-20.md": "# Friday\n\nAsked Sam about JIRA-4821; the fix ships Monday.\n",
 }
-TOOLS = {"memory_search", "memory_get", "memory_related", "memory_recall", "memory_status"}
+TOOLS = {
+    "memory_search",
+    "memory_get",
+    "memory_related",
+    "memory_recall",
+    "memory_status",
+    "sessions_search",
+    "sessions_history",
+}
 # How long a note edited on disk may take to reach search (debounce + sync + slack).
 FRESHNESS_S = 20.0
 

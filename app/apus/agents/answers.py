@@ -65,3 +65,37 @@ class RecallTrigger(_Answer):
 
 class RecallAnswer(_Answer):
     entries: list[RecallTrigger]
+
+
+class TranscriptMatchAnswer(_Answer):
+    sessionKey: str = Field(description="AGENT/SESSION: pass it to sessions_history")
+    timestamp: str = Field(description="when the message was written (ISO 8601, UTC)")
+    role: str = Field(description='"user" or "assistant"')
+    excerpt: str
+    line: int = Field(description="the message's line in the transcript file")
+
+
+class SessionsSearchAnswer(_Answer):
+    """Messages holding every word and phrase, best match first, newest first among equals."""
+
+    results: list[TranscriptMatchAnswer]
+
+
+class HistoryMessage(_Answer):
+    timestamp: str
+    role: str
+    text: str
+    line: int
+
+
+class SessionHistoryAnswer(_Answer):
+    sessionKey: str
+    agentId: str
+    parentSession: str | None = Field(None, description="the session this one was spawned from")
+    started: str
+    lastActivity: str
+    total: int = Field(description="messages on the session's active branch")
+    from_: int = Field(alias="from", description="position of the first message shown, from 0")
+    moreBefore: bool
+    moreAfter: bool
+    messages: list[HistoryMessage]

@@ -25,7 +25,15 @@ from apus.memory import Memory
 
 log = logging.getLogger(__name__)
 
-TOOL_NAMES = ("memory_search", "memory_get", "memory_related", "memory_recall", "memory_status")
+TOOL_NAMES = (
+    "memory_search",
+    "memory_get",
+    "memory_related",
+    "memory_recall",
+    "memory_status",
+    "sessions_search",
+    "sessions_history",
+)
 
 
 def build_server(memory: Memory) -> MCPServer:
@@ -80,8 +88,20 @@ def instructions(status: IndexStatus) -> str:
         "- memory_recall: curated entries of MEMORY.md / USER.md whose trigger phrases match "
         "the user's message; cheap enough for every turn.\n"
         "- memory_status: what is indexed and whether search by meaning works.\n"
+        f"- sessions_search / sessions_history: {_transcripts_line(status)}\n"
         "Search before answering questions about the user's past work, preferences or "
         "decisions; say so when memory has nothing on it."
+    )
+
+
+def _transcripts_line(status: IndexStatus) -> str:
+    sessions = status.sessions
+    if not sessions.enabled:
+        return "earlier conversations are not indexed (the user has not turned them on)."
+    return (
+        f"exact search over {sessions.summary.files} earlier conversations, and the "
+        'messages around a hit; memory_search with corpus "sessions" or "all" finds '
+        "them by meaning."
     )
 
 

@@ -1,4 +1,5 @@
-"""The agent tools over one vault's session: search, get, related, recall, status.
+"""The agent tools over one vault's session: search, get, related, recall, status, and exact
+search and history over agent session transcripts.
 
 Each tool parses its arguments, calls the session, and shapes the typed result; it never
 prints (stdout carries the protocol). A failure the agent can act on is a ToolError whose
@@ -17,24 +18,36 @@ from pydantic import BaseModel, Field
 
 from apus.agents.answers import (
     Fallback,
+    HistoryMessage,
     NoteWindow,
     Passage,
     RecallAnswer,
     RecallTrigger,
     SearchAnswer,
+    SessionHistoryAnswer,
+    SessionsSearchAnswer,
+    TranscriptMatchAnswer,
 )
 from apus.embed.base import redact
 from apus.errors import ApusError, ProviderUnavailableError
-from apus.index.note_filter import NoteFilter, normalise_prefix
+from apus.index.note_filter import (
+    CORPUS_SOURCES,
+    Asker,
+    NoteFilter,
+    SessionScope,
+    normalise_prefix,
+)
 from apus.memory import Memory
 from apus.search.engine import SearchHit, SearchOptions, SearchResponse
+from apus.vault.transcripts import session_key_of
 
 Corpus = Literal["memory", "sessions", "all"]
-_SOURCES: dict[str, tuple[str, ...]] = {
-    "memory": ("memory",),
-    "sessions": ("sessions",),
-    "all": ("memory", "sessions"),
-}
+AgentArg = Annotated[
+    str | None, Field(description="The agent asking (what transcripts it may see)")
+]
+SessionArg = Annotated[
+    str | None, Field(description="The session asking, AGENT/SESSION (what transcripts it may see)")
+]
 
 
 class AgentTools:
@@ -65,23 +78,30 @@ class AgentTools:
         tags: Annotated[
             list[str] | None, Field(description="Only notes whose frontmatter has all these tags")
         ] = None,
+        agent: AgentArg = None,
+        session: SessionArg = None,
     ) -> SearchAnswer:
         """Search the memory notes by meaning and by exact words at once.
 
         Returns passages best first, each with `citation` (path#Lstart-Lend); read more of a
-        note with memory_get. Filters narrow the search before ranking."""
+        note with memory_get. Filters narrow the search before ranking. With corpus
+        "sessions" or "all", indexed agent transcripts the asker may see are searched too
+        (their hits have source "sessions"; read them with sessions_history)."""
         filters = NoteFilter(
             path_prefixes=tuple(normalise_prefix(p) for p in paths or ()),
             since=_day(since, "since"),
             until=_day(until, "until"),
             tags=tuple(tags or ()),
-            sources=_SOURCES[corpus],
+            sources=CORPUS_SOURCES[corpus],
+            scope=SessionScope(asker=Asker(agent, session)),
         )
         options = SearchOptions(limit=maxResults, min_score=minScore, filters=filters)
         try:
             response = self.memory.search(query, options)
         except ProviderUnavailableError as exc:
             return _reply(_unavailable(exc))
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
         return _reply(self._answer(response))
 
     def memory_get(
@@ -94,6 +114,12 @@ class AgentTools:
     ) -> NoteWindow:
         """Read lines of an indexed note. Long notes come in pages: when `truncated`,
         call again with from=nextFrom."""
+        key = session_key_of(path.split("#", 1)[0])
+        if key is not None:
+            raise ToolError(
+                f"{path} is a session transcript, not a note. Fix: call sessions_history "
+                f"with sessionKey={key!r}."
+            )
         try:
             window = self.memory.get(path, from_, lines)
         except ApusError as exc:
@@ -153,6 +179,73 @@ class AgentTools:
         """What is indexed, what was skipped and why, and whether search by meaning works
         (the object `apus memory status --json` prints)."""
         return self.memory.status().as_dict()
+
+    def sessions_search(
+        self,
+        query: Annotated[
+            str, Field(description='Words that must all appear; "quoted words" adjacent')
+        ],
+        agent: AgentArg = None,
+        session: SessionArg = None,
+        maxResults: Annotated[int, Field(ge=1, le=500, description="How many messages")] = 10,
+    ) -> SessionsSearchAnswer:
+        """Exact search over earlier conversations (agent session transcripts, when the user
+        has them indexed): the messages holding every word, best match first and newest first
+        among equals. Open one with sessions_history(sessionKey, around=timestamp)."""
+        asker = Asker(agent, session)
+        try:
+            found = self.memory.sessions_search(query, asker=asker, limit=maxResults)
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
+        answer = SessionsSearchAnswer(
+            results=[
+                TranscriptMatchAnswer(
+                    sessionKey=m.session_key,
+                    timestamp=m.timestamp,
+                    role=m.role,
+                    excerpt=m.excerpt,
+                    line=m.line,
+                )
+                for m in found
+            ]
+        )
+        return _reply(answer)
+
+    def sessions_history(
+        self,
+        sessionKey: Annotated[str, Field(description="AGENT/SESSION, as sessions_search gives")],
+        around: Annotated[
+            str | None, Field(description="Centre on the message nearest this ISO 8601 time")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="How many messages")] = 50,
+        agent: AgentArg = None,
+        session: SessionArg = None,
+    ) -> SessionHistoryAnswer:
+        """The messages of one earlier conversation (its active branch): around a time when
+        `around` is given, else the latest ones. User and assistant text only."""
+        try:
+            window = self.memory.sessions_history(
+                sessionKey, asker=Asker(agent, session), around=around, limit=limit
+            )
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
+        info = window.info
+        answer = SessionHistoryAnswer(
+            sessionKey=info.session_key,
+            agentId=info.agent,
+            parentSession=info.parent_key,
+            started=info.started,
+            lastActivity=info.last_activity,
+            total=info.messages,
+            from_=window.first,
+            moreBefore=window.more_before,
+            moreAfter=window.more_after,
+            messages=[
+                HistoryMessage(timestamp=m.timestamp, role=m.role, text=m.text, line=m.line)
+                for m in window.messages
+            ],
+        )
+        return _reply(answer)
 
     # -- shaping ----------------------------------------------------------------------------
 

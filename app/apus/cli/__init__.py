@@ -73,6 +73,7 @@ def _register() -> None:
     from apus.cli.evaluate import evaluate
     from apus.cli.memory import memory
     from apus.cli.models import models, serve_embeddings
+    from apus.cli.sessions import sessions
 
     main.add_command(memory)
     main.add_command(models)
@@ -81,6 +82,7 @@ def _register() -> None:
     main.add_command(evaluate)
     main.add_command(serve_embeddings)
     main.add_command(mcp)
+    main.add_command(sessions)
 
 
 _register()

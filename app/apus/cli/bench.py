@@ -55,6 +55,43 @@ def bench_index(corpus: Path) -> None:
     run_guarded(body)
 
 
+@bench.command("sessions")
+@click.option("--sessions", "count", default=2000, show_default=True, help="Transcripts.")
+@click.option("--messages", default=50, show_default=True, help="Messages per transcript.")
+@click.option("--queries", default=300, show_default=True, help="`sessions search` queries.")
+@click.option(
+    "--append-many", default=200, show_default=True, help="Transcripts grown by one sync."
+)
+@click.option(
+    "--scratch",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write the generated transcripts and index here (default: a temporary folder).",
+)
+def bench_sessions(
+    count: int, messages: int, queries: int, append_many: int, scratch: Path | None
+) -> None:
+    """Transcripts: cold index messages/s, append cost, `sessions search` p50/p95 (generated
+    transcripts, keyword only)."""
+
+    def body() -> None:
+        from apus.benchmarks.transcripts_bench import run_sessions_bench, summary_lines
+
+        click.echo(f"Generating {count} transcripts × {messages} messages…", err=True)
+        with tempfile.TemporaryDirectory(prefix="apus-bench-") as temporary:
+            folder = scratch or Path(temporary)
+            result = run_sessions_bench(
+                folder,
+                sessions=count,
+                messages=messages,
+                queries=queries,
+                append_many=append_many,
+            )
+        for line in summary_lines(result):
+            click.echo(line)
+
+    run_guarded(body)
+
+
 @bench.command("search")
 @click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
 @click.option("--queries", default=300, show_default=True, help="How many queries to time.")

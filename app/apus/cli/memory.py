@@ -114,6 +114,15 @@ def _print_index_report(settings: Settings, report: SyncReport) -> None:
         f"({report.added} new, {report.changed} changed, {report.renamed} renamed, "
         f"{report.removed} removed) in {report.seconds:.1f}s."
     )
+    sessions = report.sessions
+    if sessions.enabled:
+        say(
+            f"Transcripts: {sessions.files} ({sessions.added} new, {sessions.appended} grown, "
+            f"{sessions.reread} read again, {sessions.removed} removed), "
+            f"{sessions.messages} new messages."
+        )
+    elif sessions.removed:
+        say(f"Removed {sessions.removed} transcript(s): session memory is off.")
     if report.embedded:
         say(f"Embedded {report.embedded} chunks.")
     if report.embedding.vectors_rebuilt:
@@ -198,6 +207,17 @@ def _filters(
     help="Which legs to run.",
 )
 @filter_options
+@click.option(
+    "--corpus",
+    type=click.Choice(["memory", "sessions", "all"]),
+    default="memory",
+    show_default=True,
+    help="Notes, agent session transcripts (when indexed), or both.",
+)
+@click.option("--agent", metavar="ID", help="The agent asking (transcript visibility).")
+@click.option(
+    "--session", metavar="AGENT/SESSION", help="The session asking (transcript visibility)."
+)
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
 def search(
@@ -208,25 +228,38 @@ def search(
     since: dt.datetime | None,
     until: dt.datetime | None,
     tags: tuple[str, ...],
+    corpus: str,
+    agent: str | None,
+    session: str | None,
     explain: bool,
     as_json: bool,
 ) -> None:
     """Search the notes for QUERY (by meaning and by exact words).
 
     Filters narrow the search before ranking, so matches are found however they rank
-    against the rest of the vault.
+    against the rest of the vault. Transcripts (--corpus sessions or all) are searched
+    only when they are indexed, and only those `tools.sessions.visibility` lets the asker
+    (--agent, --session) see.
     """
 
     def body() -> None:
+        from dataclasses import replace
+
+        from apus.index.note_filter import CORPUS_SOURCES, Asker, SessionScope
         from apus.search.engine import SearchOptions
 
+        filters = replace(
+            _filters(paths, since, until, tags),
+            sources=CORPUS_SOURCES[corpus],
+            scope=SessionScope(asker=Asker(agent, session)),
+        )
         options = SearchOptions(
             mode=mode,  # type: ignore[arg-type]
             limit=limit,
-            filters=_filters(paths, since, until, tags),
+            filters=filters,
         )
-        with _open() as session:
-            response = session.search(" ".join(query), options)
+        with _open() as memory:
+            response = memory.search(" ".join(query), options)
         _show(response, explain=explain, as_json=as_json)
 
     run_guarded(body)

@@ -83,6 +83,7 @@ def print_status(report: IndexStatus) -> None:
             row("Repaired", f"a damaged database ({moved.reason}) was moved to {moved.moved_to}")
     row("Provider", report.provider)
     print_embeddings(console, report.embeddings)
+    _print_sessions(console, report)
     if report.skipped:
         row("Skipped", f"{len(report.skipped)} file(s)")
         for item in report.skipped:
@@ -95,6 +96,25 @@ def print_status(report: IndexStatus) -> None:
         )
         for path in report.replaced_utf8:
             console.print(_line(f"  {path}"))
+
+
+def _print_sessions(console: Console, report: IndexStatus) -> None:
+    """Transcripts, when they are on or some are still indexed."""
+    sessions = report.sessions
+    summary = sessions.summary
+    if not sessions.enabled and not summary.files:
+        return
+    state = "" if sessions.enabled else " (off: the next sync removes them)"
+    line = f"{summary.files} transcripts, {summary.messages} messages{state}"
+    console.print(_line(("Sessions  ", "bold"), " ", line))
+    for item in summary.skipped:
+        counts = item.lines
+        console.print(
+            _line(
+                f"  {item.session_key}: skipped {counts.malformed} malformed, "
+                f"{counts.unknown} unknown, {counts.oversized} oversized line(s)"
+            )
+        )
 
 
 def print_embeddings(console: Console, state: EmbeddingsState) -> None:

@@ -11,7 +11,8 @@ from typing import Any, Literal
 from apus.config import Settings
 from apus.embed.base import EmbeddingIdentity, ProbeResult
 from apus.index.keyword import KeywordIndex
-from apus.index.store import SetAside, Store
+from apus.index.store import SetAside, Store, TranscriptSummary
+from apus.vault import transcripts as tx
 from apus.vault.scan import SkippedFile
 
 EmbeddingsStateName = Literal["ready", "rebuilding", "keyword-only", "paused", "unavailable", "off"]
@@ -76,6 +77,35 @@ class EmbeddingsState:
 
 
 @dataclass(frozen=True)
+class SessionsStatus:
+    """Indexed agent transcripts: how many, and the lines skipped in each (malformed JSON,
+    unknown event types, lines over memory.search.sessions.maxLineBytes)."""
+
+    enabled: bool
+    summary: TranscriptSummary = field(default_factory=lambda: TranscriptSummary(0, 0, 0, ()))
+
+    def as_dict(self) -> dict[str, Any]:
+        summary = self.summary
+        return {
+            "enabled": self.enabled,
+            "files": summary.files,
+            "messages": summary.messages,
+            "chunks": summary.chunks,
+            "skipped": sum(item.lines.total for item in summary.skipped),
+            "skipped_by_file": [
+                {
+                    "session_key": item.session_key,
+                    "path": item.location,
+                    "malformed": item.lines.malformed,
+                    "unknown": item.lines.unknown,
+                    "oversized": item.lines.oversized,
+                }
+                for item in summary.skipped
+            ],
+        }
+
+
+@dataclass(frozen=True)
 class IndexStatus:
     vault: str
     index_dir: str
@@ -90,6 +120,7 @@ class IndexStatus:
     keyword: str  # "ready" or why not
     embeddings: EmbeddingsState = field(default_factory=lambda: EmbeddingsState("off"))
     store_set_aside: SetAside | None = None  # a damaged database this index replaced
+    sessions: SessionsStatus = field(default_factory=lambda: SessionsStatus(False))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +142,7 @@ class IndexStatus:
                 "moved_to": str(self.store_set_aside.moved_to),
                 "reason": self.store_set_aside.reason,
             },
+            "sessions": self.sessions.as_dict(),
         }
 
 
@@ -123,6 +155,7 @@ def collect_status(settings: Settings, embeddings: EmbeddingsState | None = None
         "index_dir": str(index_dir),
         "provider": settings.search.provider,
         "embeddings": embeddings or EmbeddingsState("off"),
+        "sessions": SessionsStatus(tx.enabled(settings.search)),
     }
     if not Store.exists(index_dir):
         return IndexStatus(
@@ -139,6 +172,11 @@ def collect_status(settings: Settings, embeddings: EmbeddingsState | None = None
     store = Store(index_dir, readonly=True)
     try:
         files, chunks = store.counts()
+        if store.has_transcripts():
+            # `files` and `chunks` are the notes'; transcripts are counted apart.
+            summary = store.transcript_summary()
+            files, chunks = files - summary.files, chunks - summary.chunks
+            base["sessions"] = SessionsStatus(base["sessions"].enabled, summary)
         skipped = tuple(SkippedFile(p, r) for p, r in store.skipped())
         replaced = tuple(store.files_with_replaced_utf8())
         set_aside = store.set_aside()

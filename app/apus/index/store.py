@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
@@ -15,10 +16,11 @@ from typing import Any, NoReturn
 import numpy as np
 
 from apus.errors import ApusError, IndexCorruptError
-from apus.index.note_filter import NoteFilter
+from apus.index.note_filter import NoteFilter, SessionScope
 from apus.vault.chunk import Chunk
+from apus.vault.transcripts import LineCounts, Message, ReadPosition
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Values bound per `IN (...)` query: well under SQLite's default limit of 999 parameters.
 _IN_BATCH = 500
 
@@ -77,6 +79,55 @@ _MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE files ADD COLUMN source TEXT NOT NULL DEFAULT 'memory';
     CREATE INDEX files_dated ON files(dated);
     UPDATE files SET chunking = '';
+    """,
+    # 3: agent session transcripts (source 'sessions'). A transcript is a `files` row (its
+    # chunks are searched like a note's) plus a `transcripts` row: who it belongs to, what it
+    # was spawned from (visibility), and how far it has been read (appends read only the
+    # tail). Its active-branch messages are kept for exact search (FTS5) and history.
+    """
+    CREATE INDEX files_source ON files(source);
+    CREATE TABLE transcripts (
+        file_id INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+        session_key TEXT NOT NULL UNIQUE,
+        agent_id TEXT NOT NULL,
+        parent_key TEXT,
+        location TEXT NOT NULL,
+        started TEXT NOT NULL DEFAULT '',
+        last_activity TEXT NOT NULL DEFAULT '',
+        read_bytes INTEGER NOT NULL DEFAULT 0,
+        read_lines INTEGER NOT NULL DEFAULT 0,
+        tail_check TEXT NOT NULL DEFAULT '',
+        last_entry TEXT,
+        tip TEXT,
+        frontier TEXT NOT NULL DEFAULT '[]',
+        messages INTEGER NOT NULL DEFAULT 0,
+        malformed INTEGER NOT NULL DEFAULT 0,
+        unknown INTEGER NOT NULL DEFAULT 0,
+        oversized INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX transcripts_agent ON transcripts(agent_id);
+    CREATE INDEX transcripts_parent ON transcripts(parent_key);
+    CREATE TABLE transcript_messages (
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL REFERENCES transcripts(file_id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        line INTEGER NOT NULL,
+        timestamp TEXT NOT NULL,
+        role TEXT NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX transcript_messages_seq ON transcript_messages(file_id, seq);
+    CREATE VIRTUAL TABLE transcript_text USING fts5(
+        text, content='transcript_messages', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER transcript_messages_added AFTER INSERT ON transcript_messages BEGIN
+        INSERT INTO transcript_text(rowid, text) VALUES (new.id, new.text);
+    END;
+    CREATE TRIGGER transcript_messages_removed AFTER DELETE ON transcript_messages BEGIN
+        INSERT INTO transcript_text(transcript_text, rowid, text)
+        VALUES ('delete', old.id, old.text);
+    END;
     """,
 )
 
@@ -261,6 +312,112 @@ class NewFile:
     tags: tuple[str, ...] = ()  # folded
     dated: str | None = None  # ISO day search filters by
     source: str = "memory"
+
+
+@dataclass(frozen=True)
+class TranscriptRecord:
+    """What a read of a transcript found out about it, besides its messages."""
+
+    session_key: str
+    agent: str
+    parent_key: str | None
+    location: str  # the JSONL file
+    started: str
+    last_activity: str
+    position: ReadPosition
+    tail_check: str
+    skipped: LineCounts  # lines skipped in the whole file so far
+
+
+@dataclass(frozen=True)
+class TranscriptTouch:
+    """The files-row facts of a transcript: its size and time, title, and the day of its last
+    activity (recency decay and date filters)."""
+
+    size: int
+    mtime_ns: int
+    title: str
+    day: str | None
+
+
+@dataclass(frozen=True)
+class NewTranscript:
+    file: NewFile
+    record: TranscriptRecord
+    messages: Sequence[Message]
+
+
+@dataclass(frozen=True)
+class TranscriptAppend:
+    file_id: int
+    first_ordinal: int  # chunks from this one on are replaced by `chunks`
+    chunks: Sequence[Chunk]
+    first_seq: int  # position of the first new message on the active branch
+    messages: Sequence[Message]
+    record: TranscriptRecord
+    touch: TranscriptTouch
+
+
+@dataclass(frozen=True)
+class TranscriptState:
+    """An indexed transcript as the next sync compares it with the file."""
+
+    file_id: int
+    session_key: str
+    size: int
+    mtime_ns: int
+    chunking: str
+    title: str
+    last_activity: str
+    position: ReadPosition
+    tail_check: str
+    messages: int
+    skipped: LineCounts
+
+
+@dataclass(frozen=True)
+class TranscriptInfo:
+    file_id: int
+    session_key: str
+    agent: str
+    parent_key: str | None
+    started: str
+    last_activity: str
+    messages: int
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    seq: int  # position on the active branch, from 0
+    line: int
+    timestamp: str
+    role: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TranscriptHit:
+    session_key: str
+    timestamp: str
+    role: str
+    excerpt: str
+    line: int
+    seq: int
+
+
+@dataclass(frozen=True)
+class TranscriptSkips:
+    session_key: str
+    location: str
+    lines: LineCounts
+
+
+@dataclass(frozen=True)
+class TranscriptSummary:
+    files: int
+    messages: int
+    chunks: int
+    skipped: tuple[TranscriptSkips, ...]  # only transcripts with skipped lines
 
 
 class Store:
@@ -480,10 +637,16 @@ class Store:
 
     # -- files and chunks ---------------------------------------------------------------
 
-    def files(self) -> dict[str, FileRecord]:
-        rows = self._db.execute(
+    def files(self, source: str | None = None) -> dict[str, FileRecord]:
+        """Every indexed file by path, or those of one source ("memory": the notes)."""
+        query = (
             "SELECT id, path, size, mtime_ns, sha256, title, note_date, importance, triggers, "
             "chunking FROM files"
+        )
+        rows = (
+            self._db.execute(query)
+            if source is None
+            else self._db.execute(query + " WHERE source = ?", (source,))
         )
         return {row[1]: _file_record(row) for row in rows}
 
@@ -626,7 +789,19 @@ class Store:
         records = (ChunkRecord(*row) for row in self._rows_in(query, file_ids))
         return {record.file_id: record for record in records}
 
+    def holds_other_sources(self, sources: Sequence[str]) -> bool:
+        """Whether any indexed file comes from a source not in `sources`."""
+        marks = ",".join("?" * len(sources)) or "NULL"
+        row = self._db.execute(
+            f"SELECT 1 FROM files WHERE source NOT IN ({marks}) LIMIT 1", list(sources)
+        ).fetchone()
+        return row is not None
+
     def file_ids_matching(self, note_filter: NoteFilter) -> set[int]:
+        if "sessions" in note_filter.sources and not self.has_transcripts():
+            # Not upgraded by a sync yet: no transcripts, and no table to scope them by.
+            kept = tuple(source for source in note_filter.sources if source != "sessions")
+            note_filter = dataclasses.replace(note_filter, sources=kept)
         where, params = note_filter.where()
         rows = self._db.execute(f"SELECT id FROM files WHERE {where}", params)
         return {int(row[0]) for row in rows}
@@ -716,6 +891,227 @@ class Store:
 
     def cache_size(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0])
+
+    # -- transcripts ----------------------------------------------------------------------
+    # Agent session transcripts: `files` rows of source 'sessions' (their chunks are searched
+    # like notes), their `transcripts` rows, and their active-branch messages with the FTS5
+    # index `transcript_text` (kept by triggers). Deleting the `files` row deletes the rest.
+
+    def has_transcripts(self) -> bool:
+        """Whether the schema holds transcripts (a store not yet upgraded by a sync does not)."""
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0]) >= 3
+
+    def transcript_states(self) -> dict[str, TranscriptState]:
+        rows = self._db.execute(
+            "SELECT t.file_id, t.session_key, f.size, f.mtime_ns, f.chunking, f.title, "
+            "t.last_activity, t.read_bytes, t.read_lines, t.last_entry, t.tip, t.frontier, "
+            "t.tail_check, t.messages, t.malformed, t.unknown, t.oversized "
+            "FROM transcripts t JOIN files f ON f.id = t.file_id"
+        )
+        states = {}
+        for row in rows:
+            position = ReadPosition(row[7], row[8], row[9], row[10], tuple(json.loads(row[11])))
+            states[row[1]] = TranscriptState(
+                *row[:7], position, row[12], row[13], LineCounts(*row[14:17])
+            )
+        return states
+
+    def add_transcript(self, new: NewTranscript) -> int:
+        """Insert (or replace) a transcript read from its start; returns its file id."""
+        file_id, _chunk_ids = self.add_file(new.file)
+        record = new.record
+        self._db.execute(
+            "INSERT INTO transcripts(file_id, session_key, agent_id, parent_key, location, "
+            "started) VALUES (?,?,?,?,?,?)",
+            (
+                file_id,
+                record.session_key,
+                record.agent,
+                record.parent_key,
+                record.location,
+                record.started,
+            ),
+        )
+        self._record_read(file_id, record, len(new.messages))
+        self._insert_messages(file_id, 0, new.messages)
+        return file_id
+
+    def append_transcript(self, append: TranscriptAppend) -> None:
+        """Replace a transcript's chunks from `first_ordinal` on and add the messages read
+        since the last sync (the tail); everything before stays as it is."""
+        file_id = append.file_id
+        self._db.execute(
+            "DELETE FROM chunks WHERE file_id = ? AND ordinal >= ?", (file_id, append.first_ordinal)
+        )
+        self._insert_chunks(file_id, append.chunks)
+        self._insert_messages(file_id, append.first_seq, append.messages)
+        self.touch_transcript(file_id, append.touch)
+        self._record_read(file_id, append.record, append.first_seq + len(append.messages))
+
+    def touch_transcript(self, file_id: int, touch: TranscriptTouch) -> None:
+        """What the files row says of a transcript whose read moved on."""
+        self._db.execute(
+            "UPDATE files SET size = ?, mtime_ns = ?, title = ?, note_date = ?, dated = ? "
+            "WHERE id = ?",
+            (touch.size, touch.mtime_ns, touch.title, touch.day, touch.day, file_id),
+        )
+
+    def record_transcript_read(self, file_id: int, record: TranscriptRecord) -> None:
+        """A read that found no new message: only how far it got changes."""
+        messages = self._db.execute(
+            "SELECT messages FROM transcripts WHERE file_id = ?", (file_id,)
+        ).fetchone()[0]
+        self._record_read(file_id, record, int(messages))
+
+    def _record_read(self, file_id: int, record: TranscriptRecord, messages: int) -> None:
+        position = record.position
+        self._db.execute(
+            "UPDATE transcripts SET last_activity = ?, read_bytes = ?, "
+            "read_lines = ?, tail_check = ?, last_entry = ?, tip = ?, frontier = ?, "
+            "messages = ?, malformed = ?, unknown = ?, oversized = ? WHERE file_id = ?",
+            (
+                record.last_activity,
+                position.offset,
+                position.lines,
+                record.tail_check,
+                position.last_entry,
+                position.tip,
+                json.dumps(list(position.frontier)),
+                messages,
+                record.skipped.malformed,
+                record.skipped.unknown,
+                record.skipped.oversized,
+                file_id,
+            ),
+        )
+
+    def _insert_chunks(self, file_id: int, chunks: Sequence[Chunk]) -> None:
+        next_id = self._next_chunk_id()
+        self._db.executemany(
+            "INSERT INTO chunks(id, file_id, ordinal, start_line, end_line, heading, text, "
+            "tokens) VALUES (?,?,?,?,?,?,?,?)",
+            [
+                (
+                    next_id + offset,
+                    file_id,
+                    chunk.ordinal,
+                    chunk.start_line,
+                    chunk.end_line,
+                    " > ".join(chunk.heading_path),
+                    chunk.text,
+                    chunk.tokens,
+                )
+                for offset, chunk in enumerate(chunks)
+            ],
+        )
+        if chunks:
+            self.set_meta(_HIGHEST_CHUNK_KEY, str(next_id + len(chunks) - 1))
+
+    def _insert_messages(self, file_id: int, first_seq: int, messages: Sequence[Message]) -> None:
+        self._db.executemany(
+            "INSERT INTO transcript_messages(file_id, seq, line, timestamp, role, text) "
+            "VALUES (?,?,?,?,?,?)",
+            [
+                (file_id, first_seq + offset, m.line, m.timestamp, m.role, m.text)
+                for offset, m in enumerate(messages)
+            ],
+        )
+
+    def transcript_chunk_lines(self, file_id: int) -> list[tuple[int, int, int]]:
+        """(ordinal, start line, end line) of a transcript's chunks, in order."""
+        rows = self._db.execute(
+            "SELECT ordinal, start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal",
+            (file_id,),
+        )
+        return [(int(a), int(b), int(c)) for a, b, c in rows]
+
+    def transcript_messages_from_line(self, file_id: int, line: int) -> list[Message]:
+        rows = self._db.execute(
+            "SELECT line, timestamp, role, text FROM transcript_messages "
+            "WHERE file_id = ? AND line >= ? ORDER BY seq",
+            (file_id, line),
+        )
+        return [Message("", int(n), str(ts), str(role), str(text)) for n, ts, role, text in rows]
+
+    def transcript_file_ids(self) -> list[int]:
+        rows = self._db.execute("SELECT id FROM files WHERE source = 'sessions'")
+        return [int(row[0]) for row in rows]
+
+    def add_skipped(self, skipped: Iterable[tuple[str, str]]) -> None:
+        self._db.executemany("INSERT OR REPLACE INTO skipped(path, reason) VALUES (?, ?)", skipped)
+
+    def transcript_summary(self) -> TranscriptSummary:
+        files, messages, chunks = self._db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(messages), 0), "
+            "(SELECT COUNT(*) FROM chunks c JOIN files f ON f.id = c.file_id "
+            "WHERE f.source = 'sessions') FROM transcripts"
+        ).fetchone()
+        rows = self._db.execute(
+            "SELECT session_key, location, malformed, unknown, oversized FROM transcripts "
+            "WHERE malformed + unknown + oversized > 0 ORDER BY session_key"
+        )
+        skipped = tuple(
+            TranscriptSkips(str(key), str(location), LineCounts(int(a), int(b), int(c)))
+            for key, location, a, b, c in rows
+        )
+        return TranscriptSummary(int(files), int(messages), int(chunks), skipped)
+
+    def find_transcript(self, session_key: str, scope: SessionScope) -> TranscriptInfo | None:
+        """The transcript with this key if `scope` sees it (an unseen one is not there)."""
+        visible, params = scope.visible_files()
+        row = self._db.execute(
+            "SELECT file_id, session_key, agent_id, parent_key, started, last_activity, "
+            f"messages FROM transcripts WHERE session_key = ? AND file_id IN ({visible})",
+            [session_key, *params],
+        ).fetchone()
+        return None if row is None else TranscriptInfo(*row)
+
+    def transcript_messages(self, file_id: int, first_seq: int, limit: int) -> list[StoredMessage]:
+        rows = self._db.execute(
+            "SELECT seq, line, timestamp, role, text FROM transcript_messages "
+            "WHERE file_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
+            (file_id, first_seq, limit),
+        )
+        return [StoredMessage(*row) for row in rows]
+
+    def transcript_seq_at(self, file_id: int, *, timestamp: str = "", line: int = 0) -> int:
+        """The position of the message nearest `timestamp`, or the first at or after `line`
+        (the last message when none is)."""
+        if timestamp:
+            row = self._db.execute(
+                "SELECT seq FROM transcript_messages WHERE file_id = ? AND timestamp != '' "
+                "ORDER BY abs(julianday(timestamp) - julianday(?)), seq LIMIT 1",
+                (file_id, timestamp),
+            ).fetchone()
+        else:
+            row = self._db.execute(
+                "SELECT seq FROM transcript_messages WHERE file_id = ? AND line >= ? "
+                "ORDER BY seq LIMIT 1",
+                (file_id, line),
+            ).fetchone()
+        if row is None:
+            row = self._db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM transcript_messages WHERE file_id = ?",
+                (file_id,),
+            ).fetchone()
+        return int(row[0])
+
+    def search_transcripts(
+        self, match: str, scope: SessionScope, limit: int
+    ) -> list[TranscriptHit]:
+        """Messages matching an FTS5 query among the transcripts `scope` sees: best match
+        first, the newest first among equals."""
+        visible, params = scope.visible_files()
+        rows = self._db.execute(
+            "SELECT t.session_key, m.timestamp, m.role, "
+            "snippet(transcript_text, 0, '', '', '…', 24), m.line, m.seq "
+            "FROM transcript_text JOIN transcript_messages m ON m.id = transcript_text.rowid "
+            "JOIN transcripts t ON t.file_id = m.file_id "
+            f"WHERE transcript_text MATCH ? AND m.file_id IN ({visible}) "
+            "ORDER BY transcript_text.rank, m.timestamp DESC, m.id DESC LIMIT ?",
+            [match, *params, limit],
+        )
+        return [TranscriptHit(*row) for row in rows]
 
 
 def _file_record(row: Sequence[object]) -> FileRecord:

@@ -36,6 +36,7 @@ from apus.index.store import (
     SetAside,
     Store,
 )
+from apus.index.transcripts import TranscriptReport, sync_transcripts
 from apus.vault.chunk import CHUNKING_VERSION, chunk_note
 from apus.vault.dates import date_from_path
 from apus.vault.markdown import ParsedNote, parse_note
@@ -71,6 +72,7 @@ class SyncReport:
     seconds: float = 0.0
     embedding: EmbedOutcome = field(default_factory=lambda: EmbedOutcome("off"))
     store_set_aside: SetAside | None = None  # a damaged database moved away and rebuilt
+    sessions: TranscriptReport = field(default_factory=TranscriptReport)
 
     @property
     def embedded(self) -> int:
@@ -84,6 +86,10 @@ class SyncReport:
             or self.changed
             or self.removed
             or self.renamed
+            or self.sessions.added
+            or self.sessions.appended
+            or self.sessions.reread
+            or self.sessions.removed
             or self.keyword_rebuilt
             or self.embedded
         )
@@ -145,7 +151,7 @@ class SyncPlan:
 def plan_sync(
     scan: ScanResult, store: Store, keyword: KeywordIndex, signature: str, *, force: bool
 ) -> SyncPlan:
-    known = store.files()
+    known = store.files(source="memory")  # transcripts are the transcript step's
     seen = {scanned.rel_path for scanned in scan.files}
     to_read: list[ScannedFile] = []
     unchanged = 0
@@ -455,6 +461,14 @@ class Indexer:
         )
         self._read_changed(plan, writer, report, cancel, emit)
         self._remove_gone(plan, writer, report)
+        report.sessions = sync_transcripts(
+            store,
+            self.settings,
+            force=rebuilding,
+            mirror=None if plan.rebuild_keyword else writer.mirror,
+            cancel=cancel,
+            emit=emit,
+        )
         if plan.rebuild_keyword:
             self._rebuild_keyword(store, keyword, cancel, emit)
             report.keyword_rebuilt = True

@@ -6,7 +6,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
@@ -14,7 +14,7 @@ from apus.config import Settings, SettingsSource
 from apus.embed.base import EmbeddingError
 from apus.embed.providers import ProviderResolution, is_remote, resolve_provider
 from apus.errors import IndexBusyError
-from apus.index.note_filter import NoteFilter
+from apus.index.note_filter import Asker, NoteFilter
 from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
 from apus.index.status import EmbeddingsState, IndexStatus, collect_status
 from apus.index.store import Store
@@ -28,9 +28,19 @@ from apus.memory.note_reader import (
     resolve_indexed_note,
 )
 from apus.memory.sync_queue import SyncEvent, SyncQueue, SyncRequest
+from apus.memory.transcript_reader import (
+    DEFAULT_HISTORY,
+    ConversationWindow,
+    TranscriptMatch,
+    scoped_filter,
+    search_transcripts,
+    transcript_history,
+)
 from apus.search.engine import Searcher, SearchOptions, SearchResponse
 from apus.search.recall import RecallEntry, recall
 from apus.search.vector_leg import ProviderVectorLeg
+from apus.vault import transcripts
+from apus.vault.scan import NOTE_SUFFIXES
 from apus.watch import watch_notes
 
 log = logging.getLogger(__name__)
@@ -134,6 +144,7 @@ class Memory:
         """Both legs, merged (or what can run, and why the rest cannot)."""
         searcher = self.searcher()
         self._repair_keyword(searcher)
+        options = self._scoped(options)
         response = searcher.search(query, options)
         # A query may find damage that opening the index did not show: repair, ask again.
         keyword = response.legs.get("keyword")
@@ -149,7 +160,7 @@ class Memory:
         """Keyword results at once, then merged ones when the vector leg can add to them."""
         searcher = self.searcher()
         self._repair_keyword(searcher)
-        yield from searcher.search_stages(query, options)
+        yield from searcher.search_stages(query, self._scoped(options))
         if searcher.vectors_need_repair():
             self.request_sync()
 
@@ -158,7 +169,8 @@ class Memory:
     ) -> SearchResponse:
         """Notes most related to the indexed note at `path` (itself excluded)."""
         rel_path = self._indexed_path(path)
-        return self.searcher().related(rel_path, limit, filters)
+        scoped = None if filters is None else scoped_filter(self.settings, filters)
+        return self.searcher().related(rel_path, limit, scoped)
 
     def get(self, path: str, start: int = 1, lines: int = DEFAULT_LINES) -> NoteLines:
         """Lines of an indexed note; anything else is refused with the reason."""
@@ -356,13 +368,53 @@ class Memory:
 
     def _watch(self, debounce_ms: int) -> None:
         roots = [self.vault, *self.settings.extra_roots()]
+        suffixes = NOTE_SUFFIXES
+        if transcripts.enabled(self.settings.search):  # conversations grow while agents run
+            roots += transcripts.roots(self.settings)
+            suffixes += (transcripts.SUFFIX,)
         try:
             watch_notes(
                 roots,
                 lambda _changed: self.request_sync(),
                 stop=self._stop_watching,
                 debounce_ms=debounce_ms,
+                suffixes=suffixes,
             )
         except Exception as exc:  # the index still updates on request; the faces say so
             log.exception("watching %s stopped", self.vault)
             self._tell(WatchStopped(exc))
+
+    # -- transcripts ----------------------------------------------------------------------
+
+    def sessions_search(
+        self, query: str, *, asker: Asker | None = None, limit: int = 10
+    ) -> list[TranscriptMatch]:
+        """Messages of the visible transcripts holding every word and phrase of `query`."""
+        with self._read_store() as store:
+            return search_transcripts(self.settings, store, query, asker or Asker(), limit)
+
+    def sessions_history(
+        self,
+        session_key: str,
+        *,
+        asker: Asker | None = None,
+        around: str | None = None,
+        line: int = 0,
+        limit: int = DEFAULT_HISTORY,
+    ) -> ConversationWindow:
+        """Messages of a visible session, around a time or a file line, else the latest."""
+        with self._read_store() as store:
+            return transcript_history(
+                self.settings,
+                store,
+                session_key,
+                asker or Asker(),
+                around=around,
+                line=line,
+                limit=limit,
+            )
+
+    def _scoped(self, options: SearchOptions | None) -> SearchOptions:
+        """Transcripts only while they are on, and only those the asker may see."""
+        options = options or SearchOptions()
+        return replace(options, filters=scoped_filter(self.settings, options.filters))

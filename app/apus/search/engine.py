@@ -246,8 +246,10 @@ class Searcher:
     def admitted(self, filters: NoteFilter) -> Admitted | None:
         """The notes and chunks a filter lets through (None: it lets everything through);
         kept until the store changes, so a burst of keystrokes asks SQLite once."""
-        if not filters.narrows:
-            return None
+        if not filters.narrows and not self._with_store(
+            lambda s: s.holds_other_sources(filters.sources), False
+        ):
+            return None  # a default filter narrows only while transcripts are indexed too
 
         def compute(store: Store) -> Admitted:
             key = (store.generation(), filters)

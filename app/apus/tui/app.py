@@ -13,6 +13,7 @@ from textual.screen import Screen
 
 from apus.config import Settings, SettingsSource, update_config_file
 from apus.first_run import SetupChoices, detect_hardware
+from apus.index.note_filter import CORPUS_SOURCES, NoteFilter
 from apus.index.status import IndexStatus
 from apus.index.sync import SyncReport
 from apus.memory import Memory
@@ -25,6 +26,7 @@ from apus.tui.live import LiveMemory, MemoryEventMessage, StatusLoaded
 from apus.tui.messages import OpenInEditor, OpenInReader
 from apus.tui.notes import note_path
 from apus.tui.screens.browse import BrowseScreen
+from apus.tui.screens.conversation import ConversationScreen
 from apus.tui.screens.folder_picker import FolderPickerScreen
 from apus.tui.screens.help import HelpScreen, HelpSections
 from apus.tui.screens.reader import ReaderScreen
@@ -34,6 +36,7 @@ from apus.tui.screens.wizard import SetupScreen, WizardOptions
 from apus.tui.state import BackgroundWork, ProviderView
 from apus.tui.widgets.preview import NotePreview
 from apus.tui.widgets.results import ResultList
+from apus.vault import transcripts
 
 _VAULT_ACTIONS = frozenset({"show_search", "show_browse", "show_status", "sync_index", "copy_path"})
 
@@ -133,6 +136,7 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
         self._mmr: bool | None = None
         self._recency: bool | None = None
         self.show_related = False  # the related-notes panel under the preview
+        self.include_conversations = False  # search agent transcripts too
 
     # -- the session ---------------------------------------------------------------------------
 
@@ -173,10 +177,12 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
 
     def search_options(self) -> SearchOptions:
         hybrid = self.settings.search.query.hybrid
+        corpus = "all" if self.include_conversations else "memory"
         return SearchOptions(
             mode="hybrid",
             mmr=hybrid.mmr.enabled if self._mmr is None else self._mmr,
             recency=hybrid.temporal_decay.enabled if self._recency is None else self._recency,
+            filters=NoteFilter(sources=CORPUS_SOURCES[corpus]),
         )
 
     # -- start and stop ------------------------------------------------------------------------
@@ -268,11 +274,18 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
     # -- notes ---------------------------------------------------------------------------------
 
     def on_open_in_reader(self, message: OpenInReader) -> None:
+        session_key = transcripts.session_key_of(message.rel_path)
+        if session_key is not None:
+            self.push_screen(ConversationScreen(session_key, message.start_line, message.end_line))
+            return
         self.push_screen(
             ReaderScreen(self.vault, message.rel_path, message.start_line, message.end_line)
         )
 
     def on_open_in_editor(self, message: OpenInEditor) -> None:
+        if transcripts.session_key_of(message.rel_path) is not None:
+            self.notify("Conversations are read here, not edited.", timeout=3)
+            return
         self.edit_file(note_path(self.vault, message.rel_path), message.line)
         self.live.request_sync()
 
@@ -353,6 +366,32 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
         self.notify(f"Diversity (MMR) {'on' if self._mmr else 'off'}.", timeout=2)
         self.ranking_generation += 1
 
+    def toggle_conversations(self) -> None:
+        """Search agent transcripts too, or notes only. Transcripts must be indexed, and the
+        app (which names no agent) sees them only under `tools.sessions.visibility = "all"`."""
+        settings = self.settings
+        if not self.include_conversations and not transcripts.enabled(settings.search):
+            self.notify(
+                "Conversations are not indexed. Set memory.search.experimental.sessionMemory "
+                '= true and add "sessions" to memory.search.sources (Ctrl+P: open config).',
+                severity="warning",
+                timeout=6,
+            )
+            return
+        visibility = settings.tools.sessions.visibility
+        if not self.include_conversations and visibility != "all":
+            self.notify(
+                f"tools.sessions.visibility is {visibility!r}: conversations are shown to the "
+                "agents they belong to, not in the app.",
+                severity="warning",
+                timeout=6,
+            )
+            return
+        self.include_conversations = not self.include_conversations
+        state = "included" if self.include_conversations else "left out"
+        self.notify(f"Conversations {state}.", timeout=2)
+        self.ranking_generation += 1
+
     def action_toggle_recency(self) -> None:
         self._recency = not self.search_options().recency
         self.notify(f"Recency boost {'on' if self._recency else 'off'}.", timeout=2)
@@ -383,7 +422,7 @@ def help_sections() -> HelpSections:
     return [
         ("Everywhere", ApusApp.BINDINGS),
         ("Search", [*SearchScreen.BINDINGS, *ResultList.BINDINGS]),
-        ("Reading", [*NotePreview.BINDINGS, *ReaderScreen.BINDINGS]),
+        ("Reading", [*NotePreview.BINDINGS, *ReaderScreen.BINDINGS, *ConversationScreen.BINDINGS]),
         ("Browse", BrowseScreen.BINDINGS),
         ("Status", StatusScreen.BINDINGS),
         ("Setup", SetupScreen.BINDINGS),

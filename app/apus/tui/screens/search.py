@@ -20,10 +20,12 @@ from apus.search.engine import SearchHit, SearchOptions, SearchResponse
 from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import plural
 from apus.tui.messages import OpenInReader
+from apus.tui.widgets.conversation import ConversationView
 from apus.tui.widgets.preview import NotePreview
 from apus.tui.widgets.related import RelatedNotes
 from apus.tui.widgets.results import ResultList
 from apus.tui.widgets.status_bar import StatusBar
+from apus.vault import transcripts
 
 if TYPE_CHECKING:
     from apus.tui.app import ApusApp
@@ -53,6 +55,14 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
             "Related",
             id="toggle_related",
             tooltip="Show or hide the notes related to the previewed one",
+        ),
+        Binding(
+            "ctrl+o",
+            "toggle_conversations",
+            "Conversations",
+            id="toggle_conversations",
+            show=False,  # the footer is full; the empty search screen names the key instead
+            tooltip="Search agent conversations too (when transcripts are indexed)",
         ),
     ]
 
@@ -90,12 +100,14 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
                 yield ResultList(id="results")
             with Vertical(id="preview-pane"):
                 yield NotePreview(placeholder="Select a result to preview it here.", id="preview")
+                yield ConversationView(id="conversation-preview")
                 yield RelatedNotes(id="related")
         yield StatusBar()
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(RelatedNotes).display = self.apus.show_related
+        self.query_one(ConversationView).display = False
         self.watch(self.app, "index_generation", self._index_changed, init=False)
         self.watch(self.app, "ranking_generation", self._index_changed, init=False)
         self.watch(self.app, "vault_generation", self._vault_changed, init=False)
@@ -171,6 +183,8 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         if response.mode == "hybrid" and vector is not None and not vector.ran:
             kind = "keyword only"
         pending = "" if final else " · meaning…"
+        if self.apus.include_conversations:
+            kind += " · with conversations"
         timing = f" · {response.ms:.0f} ms" if self.apus.show_timings else ""
         info = f"{plural(len(response.hits), 'hit')} · {kind}{timing}{pending}"
         self.query_one("#search-info", Label).update(info)
@@ -204,8 +218,17 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         self.query_one("#results-message", Static).update(
             f"Type to search your notes{where}.\n\n"
             "↓ moves into the results, Enter reads a note full-screen, "
-            "e opens it in your editor, Ctrl+P lists every command."
+            "e opens it in your editor, Ctrl+P lists every command." + self._conversations_hint()
         )
+
+    def _conversations_hint(self) -> str:
+        """Where transcripts are indexed, the key that adds them to the search."""
+        settings = self.apus.settings
+        if not transcripts.enabled(settings.search):
+            return ""
+        key = settings.tui.keys.get("toggle_conversations", "ctrl+o")
+        shown = "+".join(part.capitalize() for part in key.split(",")[0].split("+"))
+        return f"\n\nAgent conversations are indexed: {shown} adds them to the search or not."
 
     def _index_changed(self, _generation: int) -> None:
         self._previewed = None  # the note may have changed on disk
@@ -236,6 +259,14 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         if key == self._previewed:
             return
         self._previewed = key
+        conversation = hit.source == "sessions"
+        self.query_one(NotePreview).display = not conversation
+        self.query_one(ConversationView).display = conversation
+        if conversation:
+            session_key = hit.path.removeprefix("sessions:")
+            self.query_one(ConversationView).show(session_key, hit.start_line, hit.end_line)
+            self.query_one(RelatedNotes).show_for(None)  # related notes are about notes
+            return
         self.query_one(NotePreview).show_note(
             self.apus.vault, hit.path, hit.start_line, hit.end_line
         )
@@ -268,6 +299,9 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         if related.display:
             related.refresh_for_current()
 
+    def action_toggle_conversations(self) -> None:
+        self.apus.toggle_conversations()
+
     def action_focus_query(self) -> None:
         self.query_one("#query", Input).focus()
 
@@ -279,4 +313,4 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
     def selected_path(self) -> str | None:
         """The note the user is looking at (for commands such as copy path)."""
         hit = self.query_one(ResultList).highlighted_hit
-        return hit.path if hit is not None else None
+        return hit.path if hit is not None and hit.source != "sessions" else None

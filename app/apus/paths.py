@@ -65,11 +65,11 @@ def runtime_dir() -> Path:
             # platformdirs warns when it falls back from XDG_RUNTIME_DIR: we have our own.
             warnings.simplefilter("ignore")
             path = platformdirs.user_runtime_path(APP_NAME)
-        _make_private_dirs(path)
+        make_private_dirs(path)
     except OSError:
         path = platformdirs.user_state_path(APP_NAME) / "run"
         try:
-            _make_private_dirs(path)
+            make_private_dirs(path)
         except OSError as exc:
             raise RuntimeDirError(
                 f"No private folder for Apus's runtime files: {exc}.",
@@ -79,7 +79,7 @@ def runtime_dir() -> Path:
     return path
 
 
-def _make_private_dirs(path: Path) -> None:
+def make_private_dirs(path: Path) -> None:
     """Create missing folders as 0700, then make sure the last one is ours and private."""
     for folder in [*reversed(path.parents), path]:
         if not folder.exists():

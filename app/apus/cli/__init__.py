@@ -70,6 +70,7 @@ def setup(source: SettingsSource) -> None:
 def _register() -> None:
     from apus.cli.agents import mcp
     from apus.cli.bench import bench, bench_worker
+    from apus.cli.doctor import doctor
     from apus.cli.evaluate import evaluate
     from apus.cli.memory import memory
     from apus.cli.models import models, serve_embeddings
@@ -83,6 +84,7 @@ def _register() -> None:
     main.add_command(serve_embeddings)
     main.add_command(mcp)
     main.add_command(sessions)
+    main.add_command(doctor)
 
 
 _register()

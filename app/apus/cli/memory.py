@@ -46,7 +46,10 @@ def _json(data: Any) -> None:
 @click.option("--force", is_flag=True, help="Re-read every file and rebuild all indexes.")
 @click.option("--reembed", is_flag=True, help="Embed every chunk again, ignoring cached vectors.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON, no progress bar.")
-def index(force: bool, reembed: bool, as_json: bool) -> None:
+# Set by the index another command starts in the background: only a run a person asked for
+# starts an embedding server that crashed again and again.
+@click.option("--detached", is_flag=True, hidden=True)
+def index(force: bool, reembed: bool, as_json: bool, detached: bool) -> None:
     """Build or update the index (only changed files are read again).
 
     Ctrl-C stops cleanly; what was done is kept and the next run continues from there (a
@@ -54,6 +57,9 @@ def index(force: bool, reembed: bool, as_json: bool) -> None:
     stopped early, it keeps only the vectors it made).
     Exit status: 0 done, 1 error, 3 notes indexed but embeddings incomplete (the reason is
     printed, and is in `embedding` with --json), 130 stopped.
+
+    A local embedding server that crashed three times in a row is not restarted by the app or
+    the agent server; this command tries it again.
     """
 
     def body() -> None:
@@ -70,6 +76,8 @@ def index(force: bool, reembed: bool, as_json: bool) -> None:
         signal.signal(signal.SIGINT, on_interrupt)
         try:
             with _open() as session, SyncProgressBar(enabled=not as_json) as bar:
+                if not detached:
+                    session.retry_provider()
                 report = session.sync(
                     force=force, reembed=reembed, cancel=cancel, progress=bar.update
                 )

@@ -35,7 +35,9 @@ __all__ = [
     "create_embedder",
     "create_local_embedder",
     "is_remote",
+    "known_failure",
     "resolve_provider",
+    "retry_after_crashes",
 ]
 # A model file of unknown origin may declare a huge context (Qwen3: 32768); each input is
 # processed in one micro-batch whose attention buffer grows with its square, so ask for what
@@ -81,6 +83,18 @@ def resolve_provider(settings: SearchSettings) -> ProviderResolution:
         info = embedder.describe()
         reason = f"{settings.provider} model {info['model']} at {info['endpoint']}"
     return ProviderResolution(embedder, "semantic", reason)
+
+
+def known_failure(embedder: Embedder | None) -> EmbeddingUnavailable | None:
+    """A failure the provider knows before any request: the local server stopped being
+    restarted after crashes in a row."""
+    return embedder.known_failure() if isinstance(embedder, LocalEmbedder) else None
+
+
+def retry_after_crashes(embedder: Embedder | None) -> None:
+    """Let a local server that crashed again and again start once more (a run by hand)."""
+    if isinstance(embedder, LocalEmbedder):
+        embedder.retry_after_crashes()
 
 
 def create_embedder(

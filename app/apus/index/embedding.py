@@ -86,6 +86,9 @@ def run_embedding(
     outcome = _embed_chunks(store, provider, cancel, on_progress)
     if outcome.state == "done":
         outcome = _embed_triggers(store, provider, outcome)
+    with store.transaction():
+        failed = outcome.state == "failed"
+        store.record_embed_failure((outcome.reason, outcome.fix) if failed else None)
     complete = not store.chunks_missing_vectors(identity.key())
     if complete:
         with store.transaction():

@@ -8,7 +8,18 @@ from types import TracebackType
 
 import filelock
 
+from apus.embed.local.procs import pid_alive
 from apus.errors import IndexBusyError
+
+
+def writer_elsewhere(index_dir: Path) -> int | None:
+    """The pid of another live process holding the writer lock, read from its pid file
+    without touching the lock (a reader must never make a writer's acquire fail)."""
+    try:
+        pid = int((index_dir / "writer.pid").read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
+    return pid if pid != os.getpid() and pid_alive(pid) else None
 
 
 class WriterLock:

@@ -138,6 +138,7 @@ _REBUILD_FIX = (
 )
 # What a store's `set_aside` meta records: where the damaged database went, and why.
 _SET_ASIDE_KEY = "store.set_aside"
+_EMBED_FAILURE_KEY = "embed.failure"  # why the last sync's embedding stopped short
 _HIGHEST_CHUNK_KEY = "chunks.highest_id"
 
 
@@ -509,6 +510,12 @@ class Store:
             fresh.close()
         return moved
 
+    @classmethod
+    def damage(cls, index_dir: Path) -> str | None:
+        """Why the database is damaged (`PRAGMA quick_check` included), or None; moves nothing."""
+        path = index_dir / cls.FILENAME
+        return _damage(path, thorough=True) if path.is_file() else None
+
     def set_aside(self) -> SetAside | None:
         """The damaged database this store replaced, if it replaced one."""
         raw = self.get_meta(_SET_ASIDE_KEY)
@@ -622,6 +629,23 @@ class Store:
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
+
+    def record_embed_failure(self, failure: tuple[str, str] | None) -> None:
+        """(reason, fix) of an embedding step that stopped short, or None once one completes:
+        every process's status says "stopped" instead of "rebuilding" from it."""
+        value = "" if failure is None else json.dumps({"reason": failure[0], "fix": failure[1]})
+        if value or self.get_meta(_EMBED_FAILURE_KEY):
+            self.set_meta(_EMBED_FAILURE_KEY, value)
+
+    def embed_failure(self) -> tuple[str, str] | None:
+        raw = self.get_meta(_EMBED_FAILURE_KEY)
+        if not raw:
+            return None
+        try:
+            data = json.loads(raw)
+            return str(data["reason"]), str(data.get("fix", ""))
+        except (ValueError, KeyError, TypeError):
+            return None
 
     def data_version(self) -> int:
         """Changes whenever another connection commits: a cheap "has anything changed?"."""

@@ -29,6 +29,7 @@ def start_detached_index(source: SettingsSource, settings: Settings) -> bool:
         "memory",
         "index",
         "--json",
+        "--detached",
     ]
     log_dir = paths.log_dir()
     log_dir.mkdir(parents=True, exist_ok=True)

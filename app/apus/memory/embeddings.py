@@ -6,7 +6,8 @@ import os
 
 from apus.config import Settings
 from apus.embed.base import EmbeddingError, probe
-from apus.embed.providers import ProviderResolution, is_remote
+from apus.embed.providers import ProviderResolution, is_remote, known_failure
+from apus.index.lock import writer_elsewhere
 from apus.index.progress import SyncProgress
 from apus.index.status import EmbeddingsState
 from apus.index.store import Store
@@ -50,6 +51,9 @@ def _semantic_state(
         state = "unavailable" if is_remote(settings.search.provider) else "keyword-only"
         return EmbeddingsState(state, exc.reason, exc.fix or "")
     vectors = leg.vectors.count(identity.key())
+    stopped = known_failure(embedder)
+    if stopped is not None:  # the server crashed again and again: not restarted for now
+        return EmbeddingsState("unavailable", stopped.reason, stopped.fix or "", identity, vectors)
     if decision is None:
         return EmbeddingsState(
             "keyword-only", "not indexed yet", "apus memory index", identity, vectors
@@ -69,16 +73,27 @@ def _semantic_state(
     if decision.action == "pause":
         return EmbeddingsState("paused", decision.reason, decision.fix, identity, vectors)
     done, total = leg.progress()
-    eta = running.eta_seconds if running is not None and running.phase == "embed" else None
-    return EmbeddingsState(
-        "rebuilding",
-        decision.reason or "embedding the vault",
-        identity=identity,
-        vectors=vectors,
-        done=done,
-        total=total,
-        eta_seconds=eta,
-    )
+    embedding_here = running is not None and running.phase == "embed"
+    if embedding_here or writer_elsewhere(settings.index_dir()) is not None:
+        return EmbeddingsState(
+            "rebuilding",
+            decision.reason or "embedding the vault",
+            identity=identity,
+            vectors=vectors,
+            done=done,
+            total=total,
+            eta_seconds=running.eta_seconds if running is not None and embedding_here else None,
+        )
+    # Vectors are incomplete and nobody is making them: say why, never "rebuilding".
+    percent = 100 * done // max(total, 1)
+    failure = leg.embed_failure()
+    if failure is not None:
+        reason = f"embedding stopped at {percent}%: {failure[0]}"
+        fix = failure[1] or "apus memory index"
+    else:
+        reason = f"embeddings are incomplete ({percent}%); the next sync continues them"
+        fix = "apus memory index"
+    return EmbeddingsState("keyword-only", reason, fix, identity, vectors, done=done, total=total)
 
 
 def _with_probe(

@@ -12,7 +12,12 @@ from types import TracebackType
 
 from apus.config import Settings, SettingsSource
 from apus.embed.base import EmbeddingError
-from apus.embed.providers import ProviderResolution, is_remote, resolve_provider
+from apus.embed.providers import (
+    ProviderResolution,
+    is_remote,
+    resolve_provider,
+    retry_after_crashes,
+)
 from apus.errors import IndexBusyError
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
@@ -234,6 +239,11 @@ class Memory:
             )
         finally:
             self._embedding = None
+
+    def retry_provider(self) -> None:
+        """Start a local server again even after crashes in a row stopped restarts (the
+        person asked for this run; background syncs never call it)."""
+        retry_after_crashes(self.provider.embedder)
 
     def subscribe(self, listener: Listener) -> None:
         """Hear about background syncs and the watcher; called on their threads."""

@@ -82,6 +82,11 @@ class ProviderVectorLeg:
                 self._decided = (version, decide(stored_identity(self._store), identity))
             return self._decided[1]
 
+    def embed_failure(self) -> tuple[str, str] | None:
+        """(reason, fix) of the last sync whose embedding stopped short, until one completes."""
+        with self._lock:
+            return self._store.embed_failure() if self._store is not None else None
+
     def progress(self) -> tuple[int, int]:
         """(chunks with a vector of this identity, chunks) while vectors are being built."""
         identity = self.identity()

@@ -127,6 +127,7 @@ class LiveMemory:
         if progress.phase == "embed" and self._phase != "embed":
             # Keyword data is committed: searches can see the new notes already.
             self.app.index_generation += 1
+            self.refresh_status()  # embedding runs now: the provider's state says so
         self._phase = progress.phase
         self.app.background = BackgroundWork(
             progress.label, progress.phase, progress.done, progress.total, progress.eta_seconds

@@ -13,6 +13,7 @@ from apus.embed.base import (
     EmbeddingConnectionError,
     EmbeddingIdentity,
     EmbeddingRequestError,
+    EmbeddingUnavailable,
     EmbedKind,
 )
 from apus.embed.http import OpenAIEmbeddingsClient
@@ -67,7 +68,12 @@ class LocalEmbedder(PrefixedTexts):
         except EmbeddingConnectionError:
             self._server.request_failed()
             state = self._server.ensure_running(verify=True)
-            vectors = self._client_for(state).embed(texts, timeout=timeout)
+            try:
+                vectors = self._client_for(state).embed(texts, timeout=timeout)
+            except EmbeddingConnectionError as exc:
+                # Twice in a row: say what happened to the server, not what the socket saw.
+                self._server.request_failed()
+                raise self._server.crash_error(exc) from exc
         self._server.mark_healthy()
         if vectors.shape[1] != self._identity.dims:
             raise EmbeddingRequestError(
@@ -92,7 +98,18 @@ class LocalEmbedder(PrefixedTexts):
             "state": server["state"],
             "log": server["log"],
             "error": server["error"],
+            "system_info": server["system_info"],
+            "crashes": server["crashes"],
         }
+
+    def known_failure(self) -> EmbeddingUnavailable | None:
+        """The error a request would meet without trying: the server stopped being restarted
+        after crashes in a row (counted by any Apus process)."""
+        return self._server.gave_up()
+
+    def retry_after_crashes(self) -> None:
+        """Forget the crashes in a row, so the next request starts the server again."""
+        self._server.forget_crashes()
 
     def close(self) -> None:
         with self._lock:

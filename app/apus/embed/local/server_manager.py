@@ -27,8 +27,15 @@ import httpx
 from filelock import FileLock
 
 from apus import paths
-from apus.embed.base import EmbeddingUnavailable, register_secret
+from apus.embed.base import (
+    EmbeddingConnectionError,
+    EmbeddingError,
+    EmbeddingRequestError,
+    EmbeddingUnavailable,
+    register_secret,
+)
 from apus.embed.local import procs
+from apus.embed.local.crashes import CrashLedger, CrashRecord, ServerEnd
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
 from apus.embed.local.server_process import API_KEY_ENV, client_pids
 from apus.relaunch import own_command
@@ -87,6 +94,7 @@ class ServerState:
     instance: str
     clients_dir: str
     log_file: str
+    system_info: str = ""  # llama.cpp's own line: the CPU features it was built for
 
     @property
     def base_url(self) -> str:
@@ -95,8 +103,8 @@ class ServerState:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerState | None:
         try:
-            return cls(**{name: data[name] for name in cls.__dataclass_fields__})
-        except (KeyError, TypeError):
+            return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
+        except TypeError:
             return None
 
 
@@ -110,7 +118,9 @@ class ManagedServer:
 
     `ensure_running()` attaches to a live server or starts one (a crashed server is
     restarted after a backoff of 1s, 2s, 4s... capped at 30s); `close()` unregisters this
-    handle and stops the server when no other client remains.
+    handle and stops the server when no other client remains. How a crashed server ended is
+    recorded with the count of crashes in a row (`crashes.py`); after three it is not started
+    again until `forget_crashes()` or a change of settings, model or llama.cpp build.
     """
 
     def __init__(self, spec: ServerSpec) -> None:
@@ -119,9 +129,14 @@ class ManagedServer:
         runtime = paths.runtime_dir()
         self.state_file = runtime / f"embed-server-{self._key}.json"
         self._lock_file = runtime / f"embed-server-{self._key}.lock"
+        self.crashes = CrashLedger(runtime / f"embed-server-{self._key}.crashes.json")
         self._thread_lock = threading.RLock()
         self._state: ServerState | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._reaped: tuple[int, int] | None = None  # (pid, exit status) of our last child
+        self._noted_instance = ""  # the server whose end is already counted
+        self._healthy_instance = ""  # the server that answered a request last
+        self._crash: CrashRecord | None = None  # the crash this handle last saw
         self._client_file: Path | None = None
         self._crashes = 0
         self._not_before = 0.0
@@ -148,16 +163,7 @@ class ManagedServer:
             if state is not None and alive and (not verify or self._responds(state)):
                 return state
             if state is not None:
-                shared = self._read_state()
-                if shared is not None and shared.instance == state.instance:
-                    # Our server died without removing its state file: it crashed.
-                    self._crashes += 1
-                    backoff = self._backoff()
-                    self._not_before = max(self._not_before, time.monotonic() + backoff)
-                    self._status = "crashed"
-                    log.warning(
-                        "embedding server pid %d is gone; restarting in %.0fs", state.pid, backoff
-                    )
+                self._note_end(state)
             self._drop_registration()
             self._state = None
             return self._attach_or_start()
@@ -165,14 +171,48 @@ class ManagedServer:
     def mark_healthy(self) -> None:
         """A request succeeded: forget earlier crashes, so the next one restarts at once-ish."""
         with self._thread_lock:
+            instance = self._state.instance if self._state is not None else ""
+            if instance != self._healthy_instance:
+                # A server that answers ends a run of crashes, whichever process counted them.
+                self.crashes.clear()
+                self._crash = None
+                self._healthy_instance = instance
             self._crashes = 0
             self._status = "running"
 
     def request_failed(self) -> None:
         """A request could not reach the server; the next ensure_running() re-checks it."""
         with self._thread_lock:
-            if self._state is not None and not self._process_alive(self._state):
-                self._status = "crashed"
+            state = self._state
+            if state is not None and not self._process_alive(state):
+                self._note_end(state)
+
+    def crash_error(self, error: EmbeddingError) -> EmbeddingError:
+        """`error` (a failed request) told in the words of the crash behind it, if one was."""
+        with self._thread_lock:
+            crash = self._crash
+        if crash is None or not isinstance(error, EmbeddingConnectionError):
+            return error
+        return EmbeddingRequestError(
+            f"the embedding server crashed: {crash.last.describe()}", fix=crash.last.fix
+        )
+
+    def gave_up(self) -> EmbeddingUnavailable | None:
+        """The error every start gives while crashes in a row stop restarts (any process's)."""
+        record = self.crashes.load()
+        if record is None or not record.gave_up:
+            return None
+        return _gave_up_error(record)
+
+    def forget_crashes(self) -> None:
+        """Try again: `apus memory index` run by hand clears the count of crashes in a row."""
+        with self._thread_lock:
+            self.crashes.clear()
+            self._crash = None
+            self._crashes = 0
+            self._not_before = 0.0
+            if self._status in ("crashed", "gave-up"):
+                self._status = "stopped"
 
     def describe(self) -> dict[str, Any]:
         state = self._state
@@ -184,6 +224,19 @@ class ManagedServer:
             "gpu_layers": state.gpu_layers if state else None,
             "log": state.log_file if state else str(self._log_file()),
             "error": self._last_error.reason if self._last_error else None,
+            "system_info": state.system_info if state else None,
+            "crashes": self._crash_summary(),
+        }
+
+    def _crash_summary(self) -> dict[str, Any] | None:
+        record = self.crashes.load()
+        if record is None:
+            return None
+        return {
+            "in_a_row": record.count,
+            "last": record.last.how,
+            "log": list(record.last.log_lines),
+            "restarts_stopped": record.gave_up,
         }
 
     def close(self) -> None:
@@ -212,6 +265,40 @@ class ManagedServer:
 
     # -- internals -----------------------------------------------------------------------
 
+    def _note_end(self, state: ServerState) -> None:
+        """Count the end of a server that is gone, if it crashed (once per server)."""
+        if self._noted_instance == state.instance:
+            return
+        end = self._how_it_ended(state)
+        self._noted_instance = state.instance
+        if end is None:
+            return  # it stopped by itself (idle, or no client left) and said so
+        self._crash = self.crashes.record(end)
+        self._crashes += 1
+        backoff = self._backoff()
+        self._not_before = max(self._not_before, time.monotonic() + backoff)
+        self._status = "crashed"
+        log.warning(
+            "embedding server pid %d crashed (%s, %d in a row); restarting in %.0fs",
+            state.pid,
+            end.describe(),
+            self._crash.count,
+            backoff,
+        )
+
+    def _how_it_ended(self, state: ServerState) -> ServerEnd | None:
+        """How a gone server ended; None for a clean stop. The process that started it knows
+        its exit status; others know that a crashed server left its state file behind, and
+        read the signal from the log (faulthandler's last words)."""
+        log_text = procs.tail(Path(state.log_file), lines=400, max_bytes=65536)
+        if self._reaped is not None and self._reaped[0] == state.pid:
+            code = self._reaped[1]
+            return None if code == 0 else ServerEnd.from_returncode(code, log_text)
+        shared = self._read_state()
+        if shared is None or shared.instance != state.instance:
+            return None
+        return ServerEnd.from_log(log_text)
+
     def _attach_or_start(self) -> ServerState:
         with self._shared_lock():
             shared = self._read_state()
@@ -222,6 +309,10 @@ class ManagedServer:
                 return shared
             if shared is not None:
                 self._discard_stale(shared)
+            stopped = self.gave_up()
+            if stopped is not None:
+                self._status = "gave-up"
+                raise stopped
             wait = self._not_before - time.monotonic()
             if wait > 0:
                 if self._status == "failed" and self._last_error is not None:
@@ -270,9 +361,10 @@ class ManagedServer:
     ) -> ServerState:
         spec = self.spec
         log_file = self._log_file()
-        log_file.parent.mkdir(parents=True, exist_ok=True)
+        _private_log_folder(log_file.parent)
         if log_file.exists():
             os.replace(log_file, log_file.with_suffix(".log.1"))
+            os.chmod(log_file.with_suffix(".log.1"), 0o600)  # one an older Apus left readable
         command = [
             *serve_command(),
             "--model", str(spec.model_path),
@@ -290,7 +382,10 @@ class ManagedServer:
         env = {**os.environ, API_KEY_ENV: api_key}
         self._status = "starting"
         started = time.time()
-        with log_file.open("wb") as log_handle:
+        # llama.cpp may write request text into its log: only the user may read it.
+        descriptor = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(descriptor, 0o600)
+        with os.fdopen(descriptor, "wb") as log_handle:
             process = subprocess.Popen(
                 command,
                 stdin=subprocess.DEVNULL,
@@ -319,6 +414,7 @@ class ManagedServer:
             instance=instance,
             clients_dir=str(clients_dir),
             log_file=str(log_file),
+            system_info=str(info.get("system_info", "")),
         )
         procs.write_private_json(self.state_file, asdict(state))
         log.info(
@@ -366,9 +462,19 @@ class ManagedServer:
             return _PortTaken(
                 EmbeddingUnavailable(f"the embedding server could not bind its port:\n{log_tail}")
             )
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        if code < 0:  # a native crash while loading: counted like one after it
+            record = self.crashes.record(ServerEnd.from_returncode(code, log_tail))
+            self._crash = record
+            if record.gave_up:
+                return _gave_up_error(record)
+            return EmbeddingUnavailable(
+                f"the embedding server crashed while loading {self.spec.model_path.name}: "
+                f"{record.last.describe()} (log: {log_file})",
+                fix=record.last.fix,
+            )
         return EmbeddingUnavailable(
-            f"the embedding server {how} while loading {self.spec.model_path.name} "
+            f"the embedding server exited with code {code} while loading "
+            f"{self.spec.model_path.name} "
             f"(log: {log_file}):\n{_error_lines(log_tail)}",
             fix="apus models pull  (re-download the model), or set "
             "memory.search.local.modelPath to a working GGUF embedding model",
@@ -391,9 +497,11 @@ class ManagedServer:
 
     def _process_alive(self, state: ServerState) -> bool:
         if self._process is not None and self._process.pid == state.pid:
-            if self._process.poll() is None:
+            code = self._process.poll()
+            if code is None:
                 return True
-            self._process = None  # reaped
+            self._reaped = (state.pid, code)
+            self._process = None
             return False
         return procs.pid_alive(state.pid)
 
@@ -469,11 +577,34 @@ class ManagedServer:
             yield
 
 
+def _private_log_folder(folder: Path) -> None:
+    """The log folder, made 0700 (the server log may hold request text)."""
+    try:
+        paths.make_private_dirs(folder)
+    except OSError as exc:
+        raise EmbeddingUnavailable(
+            f"the log folder {folder} cannot be made private: {exc}",
+            fix=f"remove {folder}, or set XDG_STATE_HOME to a folder of your own",
+        ) from exc
+
+
 def _error_lines(log_text: str) -> str:
     """The log lines that say what went wrong (llama.cpp's own words), else the last lines."""
     lines = log_text.splitlines()
     errors = [line for line in lines if _ERROR_WORDS.search(line)]
     return "\n".join(errors[-_LOG_TAIL_LINES:] or lines[-_LOG_TAIL_LINES:])
+
+
+def _gave_up_error(record: CrashRecord) -> EmbeddingUnavailable:
+    end = record.last
+    meaning = f" — {end.meaning}" if end.meaning else ""
+    log_words = f"; its log ends: {' | '.join(end.log_lines)}" if end.log_lines else ""
+    return EmbeddingUnavailable(
+        f"the embedding server crashed {record.count} times in a row, last with {end.how}"
+        f"{meaning}{log_words}. It is not restarted until the settings, the model or "
+        "llama-cpp-python change, or `apus memory index` is run",
+        fix=f"{end.fix}, then apus memory index",
+    )
 
 
 class _PortTaken(Exception):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import logging
 import os
 import shutil
@@ -50,18 +51,47 @@ def client_pids(clients_dir: Path) -> list[int]:
 
 
 class Watchdog:
-    """Decides when the server should stop: no live clients, or idle for too long."""
+    """Decides when the server should stop: no live clients, or idle for too long.
 
-    def __init__(self, clients_dir: Path, *, interval_s: float, idle_stop_s: float) -> None:
+    Idle time counts only once the server is ready and while no request is in flight: a
+    model that takes longer to load than `idle_stop_s` (a slow disk, a busy machine) must not
+    be stopped before its first request, nor a long batch in the middle of it.
+    """
+
+    def __init__(
+        self,
+        clients_dir: Path,
+        *,
+        interval_s: float,
+        idle_stop_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.clients_dir = clients_dir
         self.interval_s = interval_s
         self.idle_stop_s = idle_stop_s
-        self.last_used = time.monotonic()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._idle_since: float | None = None  # None: loading, or a request is running
+        self._in_flight = 0
         self.stop_reason: str | None = None
         self._request_stop: Callable[[], None] = lambda: os._exit(0)
 
-    def touch(self) -> None:
-        self.last_used = time.monotonic()
+    def mark_ready(self) -> None:
+        """The model is loaded and the server is about to answer: idle time starts now."""
+        with self._lock:
+            if self._in_flight == 0:
+                self._idle_since = self._clock()
+
+    def request_started(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self._idle_since = None
+
+    def request_finished(self) -> None:
+        with self._lock:
+            self._in_flight = max(0, self._in_flight - 1)
+            if self._in_flight == 0:
+                self._idle_since = self._clock()
 
     def on_stop(self, request_stop: Callable[[], None]) -> None:
         self._request_stop = request_stop
@@ -69,7 +99,13 @@ class Watchdog:
     def reason_to_stop(self) -> str | None:
         if not client_pids(self.clients_dir):
             return "no Apus process uses the server any more"
-        if self.idle_stop_s > 0 and time.monotonic() - self.last_used > self.idle_stop_s:
+        with self._lock:
+            idle_since = self._idle_since
+        if (
+            self.idle_stop_s > 0
+            and idle_since is not None
+            and self._clock() - idle_since > self.idle_stop_s
+        ):
             return f"idle for {self.idle_stop_s:g}s"
         return None
 
@@ -105,6 +141,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # A native crash (SIGILL, SIGSEGV, SIGABRT) writes its name into the log before the
+    # process dies, so a client that did not start this server can still say what happened.
+    faulthandler.enable(all_threads=False)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     api_key = os.environ.pop(API_KEY_ENV, "")
     if not api_key:
@@ -124,10 +163,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if loaded is None:
         return 3
     app, device, gpu_layers = loaded
+    _refuse_browser_origins(app)
     _note_use(app, watchdog)
     write_private_json(
-        args.info_file, {"pid": os.getpid(), "device": device, "gpu_layers": gpu_layers}
+        args.info_file,
+        {
+            "pid": os.getpid(),
+            "device": device,
+            "gpu_layers": gpu_layers,
+            "system_info": _system_info(),
+        },
     )
+    watchdog.mark_ready()
     return _serve(app, args, watchdog)
 
 
@@ -169,16 +216,36 @@ def _load_app(args: argparse.Namespace, api_key: str) -> tuple[Any, str, int] | 
 
 
 def _note_use(app: Any, watchdog: Watchdog) -> None:
-    """Every embedding request counts as use, at its start and at its end."""
+    """An embedding request in flight is use; idle time restarts when the last one ends."""
 
     @app.middleware("http")
     async def note_use(request: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
-        if request.url.path == EMBEDDINGS_PATH:
-            watchdog.touch()
-        response = await call_next(request)
-        if request.url.path == EMBEDDINGS_PATH:
-            watchdog.touch()  # a long batch is use, not idleness
-        return response
+        if request.url.path != EMBEDDINGS_PATH:
+            return await call_next(request)
+        watchdog.request_started()  # a long batch is use, not idleness
+        try:
+            return await call_next(request)
+        finally:
+            watchdog.request_finished()
+
+
+def _refuse_browser_origins(app: Any) -> None:
+    """llama-cpp-python's app allows every origin with credentials, so a web page could read
+    the answers of a server on 127.0.0.1. Only Apus talks to this one: no CORS at all, so
+    browsers keep their same-origin rule."""
+    from starlette.middleware.cors import CORSMiddleware
+
+    app.user_middleware = [item for item in app.user_middleware if item.cls is not CORSMiddleware]
+    app.middleware_stack = None  # built again, without it, on the first request
+
+
+def _system_info() -> str:
+    """llama.cpp's line of the CPU features and backends this build uses."""
+    import llama_cpp
+
+    raw = llama_cpp.llama_print_system_info()
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    return text.strip()
 
 
 def _serve(app: Any, args: argparse.Namespace, watchdog: Watchdog) -> int:

@@ -155,6 +155,8 @@ def test_a_file_that_is_not_gguf_is_refused_before_starting(
 
 
 def test_an_idle_server_stops_and_comes_back_on_demand(tiny_model: Path) -> None:
+    """Idle time starts once the model is loaded (a load slower than the idle limit is
+    covered in test_server_hardening.py), so the first request always finds the server."""
     local = LocalSettings(model_path=str(tiny_model), idle_stop_seconds=1)
     embedder = create_embedder(SearchSettings(provider="local", local=local))
     assert isinstance(embedder, LocalEmbedder)
@@ -164,8 +166,11 @@ def test_an_idle_server_stops_and_comes_back_on_demand(tiny_model: Path) -> None
         first_pid = embedder.describe()["pid"]
         assert wait_for_exit(first_pid)
         assert not server.state_file.exists()  # a clean stop forgets its state
+        log_text = Path(embedder.describe()["log"]).read_text(encoding="utf-8")
+        assert "stopping: idle for 1s" in log_text
         embedder.embed(["the dog"], kind="document")
         assert embedder.describe()["pid"] != first_pid
+        assert server.crashes.load() is None  # an idle stop is no crash
     finally:
         embedder.close()
 

@@ -28,7 +28,7 @@ from support.tiny_gguf import write_tiny_gguf
 # Enough notes that embedding them takes many requests: the kill lands in the middle.
 NOTES = 60
 EXIT_EMBEDDINGS_INCOMPLETE = 3
-WORDS = "garden coffee python memory project meeting plan water light tree house idea".split()
+WORDS = ["garden", "coffee", "python", "memory", "project", "meeting", "plan", "water", "tree"]
 NAMES = {
     signal.SIGILL: "SIGILL (illegal instruction)",
     signal.SIGSEGV: "SIGSEGV (segmentation fault)",
@@ -74,8 +74,8 @@ def index(vault: Path, env: dict[str, str], *args: str, expect: int) -> str:
 
 
 def status_json(vault: Path, env: dict[str, str]) -> dict[str, object]:
-    embeddings = json.loads(run_apus("--vault", vault, "memory", "status", "--json", env=env).stdout)
-    return embeddings["embeddings"]  # type: ignore[no-any-return]
+    result = run_apus("--vault", vault, "memory", "status", "--json", env=env)
+    return json.loads(result.stdout)["embeddings"]  # type: ignore[no-any-return]
 
 
 def background_sync(vault: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> str:
@@ -106,7 +106,9 @@ def test_a_server_killed_mid_index_is_named_with_a_fix(
     assert embeddings["state"] == "keyword-only"
     assert NAMES[signum] in str(embeddings["reason"])
     assert "rebuilding" not in str(embeddings["reason"])
-    found = run_apus("--vault", vault, "memory", "search", "hallway closet", "--json", env=local_env)
+    found = run_apus(
+        "--vault", vault, "memory", "search", "hallway closet", "--json", env=local_env
+    )
     assert json.loads(found.stdout)["results"][0]["path"] == "notes/router.md"
 
 

@@ -98,7 +98,11 @@ def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
 
     # The family comes from the GGUF again: prefixes on.
     new = local_model_settings(vault, tiny_models[0], monkeypatch)
-    assert embeddings(new).state == "rebuilding"
+    # Nothing embeds yet: it says so instead of "rebuilding".
+    waiting = embeddings(new)
+    assert waiting.state == "keyword-only"
+    assert waiting.reason.startswith("task prefixes changed")
+    assert waiting.reason.endswith("0% done, waiting for the next sync")
     # A session from the environment, as the CLI opens it: the first search starts the one
     # background re-embed in a detached `apus memory index`.
     with Memory(SettingsSource(vault=vault)) as memory:

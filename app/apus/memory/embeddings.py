@@ -91,7 +91,8 @@ def _semantic_state(
         reason = f"embedding stopped at {percent}%: {failure[0]}"
         fix = failure[1] or "apus memory index"
     else:
-        reason = f"embeddings are incomplete ({percent}%); the next sync continues them"
+        why = decision.reason or "embeddings are incomplete"
+        reason = f"{why}: {percent}% done, waiting for the next sync"
         fix = "apus memory index"
     return EmbeddingsState("keyword-only", reason, fix, identity, vectors, done=done, total=total)
 

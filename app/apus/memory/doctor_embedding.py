@@ -152,6 +152,8 @@ def _rounded(seconds: float | None) -> float | None:
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "an unknown time"
+    if seconds < 1:
+        return "under a second"
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:

@@ -93,6 +93,7 @@ class LocalEmbedder(PrefixedTexts):
             "batch_tokens": self._batch_tokens,
             "prefix_scheme": self._identity.prefix_scheme,
             "device": server["device"],
+            "gpu_layers": server["gpu_layers"],
             "endpoint": server["endpoint"],
             "pid": server["pid"],
             "state": server["state"],

@@ -60,6 +60,14 @@ def test_llama_cpp_s_own_words_are_kept_and_the_dumps_dropped() -> None:
     assert end.how == "SIGABRT (aborted)"
     assert "GGML_ASSERT(ne00 % 32 == 0) failed" in end.describe()
     assert ServerEnd.from_returncode(-signal.SIGILL, "").how == "SIGILL (illegal instruction)"
+    # Load chatter alone is not llama.cpp's word on the crash: the log's path is.
+    chatter = "load_tensors: CPU model buffer size = 1.2 MiB\nUsing fallback chat format\n"
+    assert meaningful_lines(chatter) == ()
+    quiet = ServerEnd.from_returncode(-signal.SIGSEGV, chatter, "/logs/server.log")
+    assert (
+        quiet.describe()
+        == "SIGSEGV (segmentation fault) — llama.cpp crashed (log: /logs/server.log)"
+    )
     assert ServerEnd.from_returncode(1, "").how == "exit code 1"
 
 

@@ -77,21 +77,22 @@ class ServerEnd:
     code: int | None = None
     signal: int | None = None
     log_lines: tuple[str, ...] = ()
+    log_file: str = ""
 
     @classmethod
-    def from_returncode(cls, returncode: int, log_text: str) -> ServerEnd:
+    def from_returncode(cls, returncode: int, log_text: str, log_file: str = "") -> ServerEnd:
         lines = meaningful_lines(log_text)
         if returncode < 0:
-            return cls(signal=-returncode, log_lines=lines)
-        return cls(code=returncode, log_lines=lines)
+            return cls(signal=-returncode, log_lines=lines, log_file=log_file)
+        return cls(code=returncode, log_lines=lines, log_file=log_file)
 
     @classmethod
-    def from_log(cls, log_text: str) -> ServerEnd:
+    def from_log(cls, log_text: str, log_file: str = "") -> ServerEnd:
         """For a server another process started: faulthandler's last words name the signal."""
         found = None
         for match in _FATAL.finditer(log_text):
             found = _FAULT_WORDS.get(match.group(1).strip(), found)
-        return cls(signal=found, log_lines=meaningful_lines(log_text))
+        return cls(signal=found, log_lines=meaningful_lines(log_text), log_file=log_file)
 
     @property
     def how(self) -> str:
@@ -118,12 +119,14 @@ class ServerEnd:
         return words[2] if words else _REPORT_FIX
 
     def describe(self) -> str:
-        """One line: how it ended, what that means, and llama.cpp's own last words."""
+        """One line: how it ended, what that means, llama.cpp's own words, and the log."""
         text = self.how
         if self.meaning:
             text += f" — {self.meaning}"
         if self.log_lines:
-            text += f"; its log ends: {' | '.join(self.log_lines)}"
+            text += f"; llama.cpp said: {' | '.join(self.log_lines)}"
+        if self.log_file:
+            text += f" (log: {self.log_file})"
         return text
 
 
@@ -156,7 +159,12 @@ class CrashLedger:
             last = data["last"]
             record = CrashRecord(
                 count=int(data["count"]),
-                last=ServerEnd(last.get("code"), last.get("signal"), tuple(last["log_lines"])),
+                last=ServerEnd(
+                    last.get("code"),
+                    last.get("signal"),
+                    tuple(last["log_lines"]),
+                    str(last.get("log_file", "")),
+                ),
                 engine=str(data["engine"]),
                 at=float(data["at"]),
             )
@@ -183,13 +191,12 @@ class CrashLedger:
 
 
 def meaningful_lines(log_text: str, limit: int = _LOG_LINES) -> tuple[str, ...]:
-    """llama.cpp's last words that say what went wrong: error lines if any, else the last
-    lines that are not stack frames or graph dumps."""
+    """llama.cpp's last words that say what went wrong (an assert, an error, out of memory);
+    none when it said nothing of the kind (then the load chatter and the stack frames and
+    graph dumps would only hide the signal's name)."""
     lines = [line.strip() for line in log_text.splitlines() if line.strip()]
-    lines = [line for line in lines if not _NOISE.match(line)]
-    errors = [line for line in lines if _MEANINGFUL.search(line)]
-    chosen = errors[-limit:] or lines[-limit:]
-    return tuple(line[:300] for line in chosen)
+    errors = [line for line in lines if not _NOISE.match(line) and _MEANINGFUL.search(line)]
+    return tuple(line[:300] for line in errors[-limit:])
 
 
 @lru_cache(maxsize=1)

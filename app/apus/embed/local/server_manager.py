@@ -293,11 +293,11 @@ class ManagedServer:
         log_text = procs.tail(Path(state.log_file), lines=400, max_bytes=65536)
         if self._reaped is not None and self._reaped[0] == state.pid:
             code = self._reaped[1]
-            return None if code == 0 else ServerEnd.from_returncode(code, log_text)
+            return None if code == 0 else ServerEnd.from_returncode(code, log_text, state.log_file)
         shared = self._read_state()
         if shared is None or shared.instance != state.instance:
             return None
-        return ServerEnd.from_log(log_text)
+        return ServerEnd.from_log(log_text, state.log_file)
 
     def _attach_or_start(self) -> ServerState:
         with self._shared_lock():
@@ -463,13 +463,13 @@ class ManagedServer:
                 EmbeddingUnavailable(f"the embedding server could not bind its port:\n{log_tail}")
             )
         if code < 0:  # a native crash while loading: counted like one after it
-            record = self.crashes.record(ServerEnd.from_returncode(code, log_tail))
+            record = self.crashes.record(ServerEnd.from_returncode(code, log_tail, str(log_file)))
             self._crash = record
             if record.gave_up:
                 return _gave_up_error(record)
             return EmbeddingUnavailable(
                 f"the embedding server crashed while loading {self.spec.model_path.name}: "
-                f"{record.last.describe()} (log: {log_file})",
+                f"{record.last.describe()}",
                 fix=record.last.fix,
             )
         return EmbeddingUnavailable(
@@ -596,14 +596,11 @@ def _error_lines(log_text: str) -> str:
 
 
 def _gave_up_error(record: CrashRecord) -> EmbeddingUnavailable:
-    end = record.last
-    meaning = f" — {end.meaning}" if end.meaning else ""
-    log_words = f"; its log ends: {' | '.join(end.log_lines)}" if end.log_lines else ""
     return EmbeddingUnavailable(
-        f"the embedding server crashed {record.count} times in a row, last with {end.how}"
-        f"{meaning}{log_words}. It is not restarted until the settings, the model or "
+        f"the embedding server crashed {record.count} times in a row, last with "
+        f"{record.last.describe()}. It is not restarted until the settings, the model or "
         "llama-cpp-python change, or `apus memory index` is run",
-        fix=f"{end.fix}, then apus memory index",
+        fix=f"{record.last.fix}, then apus memory index",
     )
 
 

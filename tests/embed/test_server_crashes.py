@@ -95,6 +95,7 @@ def test_three_crashes_in_a_row_stop_restarts_in_every_process(
     with pytest.raises(EmbeddingUnavailable):
         other.ensure_running()  # the count is shared: no process starts it again
     assert not server.state_file.exists()
+    assert not list(server.state_file.parent.glob("*.clients"))  # no crashed server's leftovers
 
     other.forget_crashes()  # what `apus memory index` run by hand does
     assert pid_alive(server.ensure_running().pid)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from apus.embed.base import EmbeddingError
+from apus.embed.base import EmbeddingError, EmbeddingUnavailable
 from apus.embed.providers import ProviderResolution
 from apus.index.identity import decide, record_identity, stored_identity
 from apus.index.progress import Eta, ProgressCallback, SyncProgress
@@ -125,10 +125,15 @@ def _embed_chunks(
             "failed",
             embedded,
             reason=f"embedding failed ({exc.reason}); keyword search is unaffected and the "
-            "remaining chunks are embedded on the next sync",
+            f"remaining chunks are embedded {_when_again(exc)}",
             fix=exc.fix or "",
         )
     return EmbedOutcome("done", embedded)
+
+
+def _when_again(exc: EmbeddingError) -> str:
+    # A provider that cannot start (a server stopped after crashes) needs a fix first.
+    return "once it works again" if isinstance(exc, EmbeddingUnavailable) else "on the next sync"
 
 
 def _embed_triggers(

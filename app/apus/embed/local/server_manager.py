@@ -278,12 +278,13 @@ class ManagedServer:
         backoff = self._backoff()
         self._not_before = max(self._not_before, time.monotonic() + backoff)
         self._status = "crashed"
+        then = "not restarting it" if self._crash.gave_up else f"restarting in {backoff:.0f}s"
         log.warning(
-            "embedding server pid %d crashed (%s, %d in a row); restarting in %.0fs",
+            "embedding server pid %d crashed (%s, %d in a row); %s",
             state.pid,
             end.describe(),
             self._crash.count,
-            backoff,
+            then,
         )
 
     def _how_it_ended(self, state: ServerState) -> ServerEnd | None:
@@ -528,6 +529,8 @@ class ManagedServer:
         """Forget a state file whose server is gone or unresponsive."""
         if procs.pid_alive(state.pid) and self._owns(state):
             procs.terminate(state.pid)  # our own hung server: nobody can use it
+        if not procs.pid_alive(state.pid):  # a crashed server could not clean up after itself
+            shutil.rmtree(state.clients_dir, ignore_errors=True)
         with contextlib.suppress(OSError):
             self.state_file.unlink()
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from apus.embed.base import Embedder, EmbeddingIdentity
 from apus.errors import ApusError
+from apus.index.media import embed_media_chunks, split_media
 from apus.index.store import Store
 
 # Chunks per checkpoint: each batch is embedded, cached and committed before the next, so a
@@ -383,7 +384,8 @@ def embed_missing(
             break
         ids = missing[start : start + EMBED_BATCH_CHUNKS]
         chunks = store.chunks_by_id(ids)
-        ordered = [chunks[i] for i in ids if i in chunks]
+        ordered, media_chunks = split_media([chunks[i] for i in ids if i in chunks])
+        media = embed_media_chunks(store, embedder, identity, media_chunks)
         texts = [
             embedder.document_text(c.text, _title_for_prefix(c.title, c.path)) for c in ordered
         ]
@@ -395,11 +397,12 @@ def embed_missing(
             vectors = embedder.embed([texts[i] for i in todo], kind="document")
             fresh = [(keys[i], vectors[row]) for row, i in enumerate(todo)]
         with store.transaction():
-            store.put_vectors(fresh)
+            store.put_vectors([*fresh, *media.fresh])
             store.set_chunk_vectors((c.id, key, k) for c, k in zip(ordered, keys, strict=True))
+            store.set_chunk_vectors(media.links)
         done += len(ids)
-        cached_total += len(ordered) - len(todo)
-        embedded += len(todo)
+        cached_total += len(ordered) - len(todo) + len(media.links) - len(media.fresh)
+        embedded += len(todo) + len(media.fresh)
         if progress is not None:
             progress(EmbedProgress(done, total, cached_total))
     return embedded

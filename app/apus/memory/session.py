@@ -12,6 +12,7 @@ from types import TracebackType
 
 from apus.config import Settings, SettingsSource
 from apus.embed.base import EmbeddingError
+from apus.embed.media import MEDIA_TYPES
 from apus.embed.providers import ProviderResolution, is_remote, resolve_provider
 from apus.errors import IndexBusyError
 from apus.index.note_filter import Asker, NoteFilter
@@ -369,6 +370,8 @@ class Memory:
     def _watch(self, debounce_ms: int) -> None:
         roots = [self.vault, *self.settings.extra_roots()]
         suffixes = NOTE_SUFFIXES
+        if self.settings.search.extra_paths:  # images and audio there are indexed too
+            suffixes += tuple(MEDIA_TYPES)
         if transcripts.enabled(self.settings.search):  # conversations grow while agents run
             roots += transcripts.roots(self.settings)
             suffixes += (transcripts.SUFFIX,)

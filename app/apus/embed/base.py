@@ -120,6 +120,7 @@ class ProbeResult:
     seconds: float
     dims: int | None
     error: str | None
+    fix: str = ""  # what makes it work, when the provider's error says
 
 
 PROBE_TEXT = "apus embedding probe"
@@ -156,7 +157,8 @@ def probe(embedder: Embedder, timeout_s: float) -> ProbeResult:
         return ProbeResult(ok=False, seconds=seconds, dims=None, error=timed_out_message)
     if error is not None:
         reason = error.reason if isinstance(error, EmbeddingError) else redact(str(error))
-        return ProbeResult(ok=False, seconds=seconds, dims=None, error=reason)
+        fix = redact(error.fix or "") if isinstance(error, EmbeddingError) else ""
+        return ProbeResult(ok=False, seconds=seconds, dims=None, error=reason, fix=fix)
     return ProbeResult(ok=True, seconds=seconds, dims=outcome["dims"], error=None)
 
 

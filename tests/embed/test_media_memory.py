@@ -11,6 +11,12 @@ import wave
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from agents.test_mcp_server import agent, call
+from apus.tui.widgets.results import ResultList, hit_content
+from tui.factory import make_app, settle
+
 from .hosted import HARNESSES
 from .test_hosted_cli import apus, cli_env, printed
 
@@ -120,3 +126,54 @@ def test_a_text_only_provider_lists_images_and_audio_as_skipped_with_the_reason(
     shown = " ".join(status.stdout.split())  # the terminal wraps long lines
     assert "harbour-sunset.png" in shown and "embeds text only" in shown
     assert "harbour" not in json.dumps(sent)  # no description was embedded as text either
+
+
+async def test_the_agent_tools_and_the_app_show_the_file_with_its_type_and_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    media_folder(tmp_path)
+    vault = tmp_path / "vault"
+    with GEMINI.fake() as fake:
+        fake.model = "gemini-embedding-2"
+        fake.meanings[CAPTION] = PNG
+        env = media_env(tmp_path, "gemini", fake)
+        assert apus(env, "memory", "index").returncode == 0
+        async with agent(vault, {**env, "APUS_MEMORY__SEARCH__SYNC__WATCH": "false"}) as session:
+            answer = await call(session, "memory_search", query=CAPTION)
+        for name, value in env.items():
+            if name.startswith("APUS_") or name == "GEMINI_API_KEY":
+                monkeypatch.setenv(name, value)
+        app = make_app(vault, tmp_path / "config.toml")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press(*CAPTION)
+            await settle(pilot)
+            hits = app.screen.query_one(ResultList).hits
+            shown = hit_content(hits[0], 60).plain
+    best = answer["results"][0]
+    assert best["path"] == "../attachments/harbour-sunset.png"
+    assert best["media"] == {"type": "image/png", "bytes": len(PNG)}
+    assert hits[0].path == "../attachments/harbour-sunset.png"
+    assert f"../attachments/harbour-sunset.png  image/png, {len(PNG)} bytes" in shown
+
+
+def test_switching_to_a_text_only_provider_takes_the_files_out_of_the_index(
+    tmp_path: Path,
+) -> None:
+    media_folder(tmp_path)
+    with GEMINI.fake() as gemini, HARNESSES["openai"].fake() as openai:
+        gemini.model = "gemini-embedding-2"
+        first = apus(media_env(tmp_path, "gemini", gemini), "memory", "index", "--json")
+        text_only = media_env(tmp_path, "openai", openai)
+        # The keyword step drops them at once, though vectors of another provider pause.
+        kept = apus(text_only, "memory", "index", "--json")
+        forced = apus(text_only, "memory", "index", "--force", "--json")
+        found = apus(text_only, "memory", "search", "harbour sunset", "--json")
+        status = apus(text_only, "memory", "status", "--json")
+    assert first.returncode == 0 and json.loads(first.stdout)["files"] == 5  # 3 notes, 2 media
+    assert json.loads(kept.stdout)["files"] == 3 and json.loads(kept.stdout)["removed"] == 2
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(forced.stdout)["files"] == 3
+    assert all(hit["media"] is None for hit in json.loads(found.stdout)["results"])
+    skipped = {item["path"]: item["reason"] for item in json.loads(status.stdout)["skipped"]}
+    assert "embeds text only" in skipped["../attachments/harbour-sunset.png"]

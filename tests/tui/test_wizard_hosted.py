@@ -171,3 +171,21 @@ async def test_a_local_model_that_cannot_embed_offers_keyword_only_with_the_reas
         await settle(pilot)
         assert app.screen.step == "index"
     assert saved(config_file)["memory"]["search"]["provider"] == "none"  # type: ignore[index]
+
+
+async def test_bedrock_asks_for_no_key_and_says_it_signs_with_aws_credentials(
+    vault: Path, config_file: Path
+) -> None:
+    app = wizard_app(config_file)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await choose_folder(pilot, app, "~/notes")
+        await choose_provider(pilot, app, "bedrock")
+        assert text(app, "#key-env").startswith("Signed with your AWS credentials")
+        assert not app.screen.query_one("#key-source").display
+        assert not app.screen.query_one("#api-key").display
+        assert text(app, "#provider-warning").startswith("⚠ Amazon Bedrock receives the text")
+        assert not app.screen.query_one("#next", Button).disabled
+        await choose_provider(pilot, app, "none")  # a local choice hides all of it
+        assert not app.screen.query_one("#key-fields").display
+        assert not app.screen.query_one("#provider-warning").display

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agents.test_mcp_server import agent, call
+from agents.test_mcp_server import agent, call, refused
 from apus.tui.widgets.results import ResultList, hit_content
 from tui.factory import make_app, settle
 
@@ -140,6 +140,7 @@ async def test_the_agent_tools_and_the_app_show_the_file_with_its_type_and_size(
         assert apus(env, "memory", "index").returncode == 0
         async with agent(vault, {**env, "APUS_MEMORY__SEARCH__SYNC__WATCH": "false"}) as session:
             answer = await call(session, "memory_search", query=CAPTION)
+            refusal = await refused(session, "memory_get", path=answer["results"][0]["path"])
         for name, value in env.items():
             if name.startswith("APUS_") or name == "GEMINI_API_KEY":
                 monkeypatch.setenv(name, value)
@@ -153,6 +154,7 @@ async def test_the_agent_tools_and_the_app_show_the_file_with_its_type_and_size(
     best = answer["results"][0]
     assert best["path"] == "../attachments/harbour-sunset.png"
     assert best["media"] == {"type": "image/png", "bytes": len(PNG)}
+    assert "is an image or audio file" in refusal
     assert hits[0].path == "../attachments/harbour-sunset.png"
     assert f"../attachments/harbour-sunset.png  image/png, {len(PNG)} bytes" in shown
 

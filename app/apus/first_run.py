@@ -371,7 +371,7 @@ def key_in_environment(
 REMOTE_TEST_SECONDS = 60.0
 
 
-def test_provider(choices: SetupChoices, base: SearchSettings | None = None) -> ProbeResult:
+def try_provider(choices: SetupChoices, base: SearchSettings | None = None) -> ProbeResult:
     """Embed one text with the chosen provider, as `status --deep` does, before saving.
 
     For `local` this starts the managed llama.cpp server with the chosen model (it stays up

@@ -5,6 +5,7 @@ keeps the user on the step with the reason."""
 
 from __future__ import annotations
 
+import os
 import stat
 import tomllib
 from collections.abc import Iterator
@@ -91,7 +92,7 @@ async def test_a_pasted_key_is_tested_then_saved_privately_and_never_shown(
         assert failure.startswith("✗ The test failed:") and "refused the credentials" in failure
         assert "Fix:" in failure
         assert not config_file.exists()
-        assert app.screen.query_one("#test-keyword-only").display
+        assert app.screen.query_one("#test-failed").display  # keyword-only, or save it untested
         # The right key: one request, then the choices are saved and the index starts.
         await replace_text(pilot, app, "#api-key", OPENAI_KEY)
         assert text(app, "#provider-test") == ""  # the old verdict no longer applies
@@ -189,3 +190,29 @@ async def test_bedrock_asks_for_no_key_and_says_it_signs_with_aws_credentials(
         await choose_provider(pilot, app, "none")  # a local choice hides all of it
         assert not app.screen.query_one("#key-fields").display
         assert not app.screen.query_one("#provider-warning").display
+
+
+async def test_a_server_that_is_not_up_yet_can_be_saved_untested(
+    vault: Path, config_file: Path, unreachable_hub: None
+) -> None:
+    port = os.environ["HF_ENDPOINT"].rsplit(":", 1)[1]  # nothing listens there
+    app = wizard_app(config_file)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await choose_folder(pilot, app, "~/notes")
+        await choose_provider(pilot, app, "ollama")
+        assert not app.screen.query_one("#key-fields").display
+        await replace_text(pilot, app, "#remote-url", f"http://127.0.0.1:{port}")
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert app.screen.step == "provider"
+        assert text(app, "#provider-test").startswith("✗ The test failed:")
+        assert not config_file.exists()
+        await pilot.click("#save-untested")
+        await settle(pilot)
+        assert app.screen.step == "index"
+    search = saved(config_file)["memory"]["search"]  # type: ignore[index]
+    assert (search["provider"], search["remote"]["baseUrl"]) == (
+        "ollama",
+        f"http://127.0.0.1:{port}",
+    )

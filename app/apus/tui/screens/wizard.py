@@ -40,7 +40,7 @@ from apus.first_run import (
     key_in_environment,
     model_ready,
     save_choices,
-    test_provider,
+    try_provider,
 )
 from apus.index.sync import SyncReport
 from apus.tui.errors import error_text, notify_worker_error
@@ -182,11 +182,13 @@ class SetupScreen(Screen[SetupChoices | None]):
                 )
             yield Input(placeholder="paste the API key here", password=True, id="api-key")
         yield Static("", id="provider-test", markup=False)
-        yield Button("Continue with keyword search only", id="test-keyword-only")
+        with Horizontal(id="test-failed", classes="buttons"):
+            yield Button("Continue with keyword search only", id="test-keyword-only")
+            yield Button("Save it untested", id="save-untested")
         yield Static("Checking this computer for a GPU…", id="hardware", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#test-keyword-only").display = False
+        self.query_one("#test-failed").display = False
         self.query_one("#model-test").display = False
         self.query_one("#offline").display = False
         self.query_one("#download-bar", ProgressBar).display = False
@@ -452,6 +454,12 @@ class SetupScreen(Screen[SetupChoices | None]):
         self.provider = next(c for c in PROVIDER_CHOICES if c.name == "none")
         self._finish(self._choices())
 
+    @on(Button.Pressed, "#save-untested")
+    def _save_untested(self) -> None:
+        """A server that is not running yet (Ollama on a box that is off): save it anyway;
+        search says it is unavailable, with the reason, until it answers."""
+        self._finish(self._choices())
+
     @on(Input.Changed, "#gguf")
     def _gguf_typed(self, event: Input.Changed) -> None:
         self._check_gguf(event.value)
@@ -503,7 +511,7 @@ class SetupScreen(Screen[SetupChoices | None]):
             # The file the wizard has just verified, whichever catalogue it came from.
             test_choices = replace(choices, model_path=str(model_path(self.manifest)))
         base = self.initial.search if self.initial else None
-        result = test_provider(test_choices, base)
+        result = try_provider(test_choices, base)
         self.app.call_from_thread(self._tested, choices, result)
 
     def _tested(self, choices: SetupChoices, result: ProbeResult) -> None:
@@ -528,7 +536,7 @@ class SetupScreen(Screen[SetupChoices | None]):
             self.query_one("#keyword-only", Button).focus()
         else:
             self._show_test(failure)
-            self.query_one("#test-keyword-only").display = True
+            self.query_one("#test-failed").display = True
         self._update_next()
 
     def _show_test(self, text: str | None) -> None:
@@ -538,7 +546,7 @@ class SetupScreen(Screen[SetupChoices | None]):
         status.set_class(bool(text) and text.startswith("✗"), "-error")
         status.set_class(bool(text) and text.startswith("✓"), "-ok")
         if text is None:
-            self.query_one("#test-keyword-only").display = False
+            self.query_one("#test-failed").display = False
         else:
             self.call_after_refresh(status.scroll_visible, animate=False)
 

@@ -12,7 +12,6 @@ text only leaves them out, each listed as skipped with the reason (and `status` 
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
 import os
@@ -156,12 +155,12 @@ def media_cache_key(identity: EmbeddingIdentity, sha256: str) -> str:
     return f"{identity.key()}:media:{sha256}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class MediaVectors:
-    """What embedding one batch's media chunks gave: links to write and new cache entries."""
+    """What embedding one batch's media chunks did: files sent, and vectors from the cache."""
 
-    links: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)
-    fresh: list[tuple[str, np.ndarray]] = dataclasses.field(default_factory=list)
+    embedded: int = 0
+    cached: int = 0
 
 
 def split_media(chunks: Sequence[ChunkRecord]) -> tuple[list[ChunkRecord], list[ChunkRecord]]:
@@ -175,31 +174,37 @@ def split_media(chunks: Sequence[ChunkRecord]) -> tuple[list[ChunkRecord], list[
 def embed_media_chunks(
     store: Store, embedder: Any, identity: EmbeddingIdentity, chunks: Sequence[ChunkRecord]
 ) -> MediaVectors:
-    """A vector for each media chunk: from the cache, else the file sent to the provider.
+    """Give each media chunk its vector: from the cache, else the file sent to the provider.
 
-    A file that changed since it was indexed (its bytes no longer match the stored sha256)
-    is left without a vector: the next sync reads it again. Provider errors propagate, as
-    for text, so the caller commits what was done before.
+    Each vector is committed as soon as it comes back, so a file (up to 15 MB a request) is
+    never paid for twice when a later request fails. A file that changed since it was
+    indexed (its bytes no longer match the stored sha256) is left without a vector: the next
+    sync reads it again. Provider errors propagate, as for text.
     """
-    result = MediaVectors()
     vault = Path(store.get_meta("vault") or ".")
     key = identity.key()
+    embedded = cached = 0
     for chunk in chunks:
         record = store.file_by_path(chunk.path)
         if record is None:
             continue
         cache_key = media_cache_key(identity, record.sha256)
-        if not store.cached_vectors([cache_key]):
+        fresh: list[tuple[str, np.ndarray]] = []
+        if store.cached_vectors([cache_key]):
+            cached += 1
+        else:
             path = Path(os.path.normpath(vault / chunk.path))
             if _sha256(path) != record.sha256:
                 continue
             try:
-                vector = embedder.embed_media(path)
+                fresh = [(cache_key, embedder.embed_media(path)[0])]
             except MediaSkipped:
                 continue
-            result.fresh.append((cache_key, vector[0]))
-        result.links.append((chunk.id, key, cache_key))
-    return result
+            embedded += 1
+        with store.transaction():
+            store.put_vectors(fresh)
+            store.set_chunk_vectors([(chunk.id, key, cache_key)])
+    return MediaVectors(embedded, cached)
 
 
 def _sha256(path: Path) -> str:

@@ -397,12 +397,11 @@ def embed_missing(
             vectors = embedder.embed([texts[i] for i in todo], kind="document")
             fresh = [(keys[i], vectors[row]) for row, i in enumerate(todo)]
         with store.transaction():
-            store.put_vectors([*fresh, *media.fresh])
+            store.put_vectors(fresh)
             store.set_chunk_vectors((c.id, key, k) for c, k in zip(ordered, keys, strict=True))
-            store.set_chunk_vectors(media.links)
         done += len(ids)
-        cached_total += len(ordered) - len(todo) + len(media.links) - len(media.fresh)
-        embedded += len(todo) + len(media.fresh)
+        cached_total += len(ordered) - len(todo) + media.cached
+        embedded += len(todo) + media.embedded
         if progress is not None:
             progress(EmbedProgress(done, total, cached_total))
     return embedded

@@ -120,14 +120,17 @@ class ProbeResult:
     seconds: float
     dims: int | None
     error: str | None
-    fix: str = ""  # what makes it work, when the provider's error says
+    fix: str | None = None  # what the error says to do, when it says
 
 
 PROBE_TEXT = "apus embedding probe"
 
 
-def probe(embedder: Embedder, timeout_s: float) -> ProbeResult:
-    """Embed one query within `timeout_s` seconds, whatever the provider does meanwhile.
+def probe(
+    embedder: Embedder, timeout_s: float, *, documents: Sequence[str] | None = None
+) -> ProbeResult:
+    """Embed one query (or these already-prefixed `documents`, in one call) within
+    `timeout_s` seconds, whatever the provider does meanwhile.
 
     The request runs on a daemon thread so a provider that hangs (a server still loading a
     model, a remote endpoint that never answers) cannot hold the caller past its budget. It is
@@ -137,9 +140,12 @@ def probe(embedder: Embedder, timeout_s: float) -> ProbeResult:
 
     def run() -> None:
         try:
-            text = embedder.query_text(PROBE_TEXT)
             with single_attempt():
-                vectors = embedder.embed([text], kind="query", timeout=timeout_s)
+                if documents is None:
+                    query = [embedder.query_text(PROBE_TEXT)]
+                    vectors = embedder.embed(query, kind="query", timeout=timeout_s)
+                else:
+                    vectors = embedder.embed(documents, kind="document", timeout=timeout_s)
             outcome["dims"] = int(vectors.shape[1])
         except Exception as exc:  # reported, not raised: a probe describes, it never fails
             outcome["error"] = exc
@@ -155,10 +161,10 @@ def probe(embedder: Embedder, timeout_s: float) -> ProbeResult:
     error = outcome.get("error")
     if isinstance(error, EmbeddingTimeout):
         return ProbeResult(ok=False, seconds=seconds, dims=None, error=timed_out_message)
+    if isinstance(error, EmbeddingError):
+        return ProbeResult(False, seconds, None, error.reason, error.fix)
     if error is not None:
-        reason = error.reason if isinstance(error, EmbeddingError) else redact(str(error))
-        fix = redact(error.fix or "") if isinstance(error, EmbeddingError) else ""
-        return ProbeResult(ok=False, seconds=seconds, dims=None, error=reason, fix=fix)
+        return ProbeResult(ok=False, seconds=seconds, dims=None, error=redact(str(error)))
     return ProbeResult(ok=True, seconds=seconds, dims=outcome["dims"], error=None)
 
 

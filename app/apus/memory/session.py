@@ -12,9 +12,9 @@ from types import TracebackType
 
 from apus.config import Settings, SettingsSource
 from apus.embed.base import EmbeddingError
-from apus.embed.media import MEDIA_TYPES
 from apus.embed.providers import ProviderResolution, is_remote, resolve_provider
 from apus.errors import IndexBusyError
+from apus.index.media import MEDIA_RULE
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
 from apus.index.status import EmbeddingsState, IndexStatus, collect_status
@@ -371,7 +371,7 @@ class Memory:
         roots = [self.vault, *self.settings.extra_roots()]
         suffixes = NOTE_SUFFIXES
         if self.settings.search.extra_paths:  # images and audio there are indexed too
-            suffixes += tuple(MEDIA_TYPES)
+            suffixes += tuple(sorted(MEDIA_RULE.suffixes))
         if transcripts.enabled(self.settings.search):  # conversations grow while agents run
             roots += transcripts.roots(self.settings)
             suffixes += (transcripts.SUFFIX,)

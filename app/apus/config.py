@@ -465,8 +465,14 @@ def _deep_merge(into: dict[str, Any], new: Mapping[str, Any]) -> None:
             into[key] = value
 
 
-def update_config_file(updates: Mapping[str, Any], *, config_file: Path | None = None) -> Path:
-    """Set dotted keys in config.toml, keeping the user's comments and layout."""
+def update_config_file(
+    updates: Mapping[str, Any], *, config_file: Path | None = None, private: bool = False
+) -> Path:
+    """Set dotted keys in config.toml, keeping the user's comments and layout.
+
+    `private` (a key is being written) makes the file readable by its owner only; a file
+    that already is keeps that mode whatever is written.
+    """
     file = config_file or paths.config_file()
     document = tomlkit.parse(_read_config_text(file)) if file.is_file() else None
     if document is None:
@@ -484,9 +490,24 @@ def update_config_file(updates: Mapping[str, Any], *, config_file: Path | None =
     _validate(merged, source=str(file), file_text=tomlkit.dumps(document))
     file.parent.mkdir(parents=True, exist_ok=True)
     tmp = file.with_suffix(".toml.tmp")
-    tmp.write_text(tomlkit.dumps(document), encoding="utf-8")
+    mode = 0o600 if private else _file_mode(file)
+    # Given its final mode before anything is written: a key is never readable by others,
+    # even for a moment. A new file without a key gets the usual mode (0666 less the umask).
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666 if mode is None else mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        if mode is not None:
+            os.chmod(tmp, mode)  # a leftover temporary file keeps its old mode otherwise
+        handle.write(tomlkit.dumps(document))
     os.replace(tmp, file)
     return file
+
+
+def _file_mode(file: Path) -> int | None:
+    """The permission bits of an existing file (None: a new file gets the usual mode)."""
+    try:
+        return file.stat().st_mode & 0o777
+    except OSError:
+        return None
 
 
 @dataclasses.dataclass(frozen=True)

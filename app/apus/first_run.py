@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from apus.config import ProviderName, update_config_file
+from apus.config import ProviderName, SearchSettings, update_config_file
+from apus.embed.base import ProbeResult, probe
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
-from apus.embed.providers import is_remote
+from apus.embed.providers import is_remote, resolve_provider
 from apus.embedding_services import SERVICES
 from apus.vault.scan import NOTE_SUFFIXES
 
@@ -294,6 +295,8 @@ class SetupChoices:
     model: str = ""  # catalogue name (local) or the remote model id
     model_path: str = ""  # a local .gguf used instead of a catalogue model
     base_url: str = ""
+    # A pasted key, stored in config.toml (mode 0600); "" takes it from the environment.
+    api_key: str = field(default="", repr=False)
 
     def config_updates(self) -> dict[str, object]:
         updates: dict[str, object] = {
@@ -306,9 +309,87 @@ class SetupChoices:
         elif self.provider != "none":
             updates["memory.search.model"] = self.model
             updates["memory.search.remote.baseUrl"] = self.base_url
+        if self.provider in SERVICES:
+            # Empty when the key comes from the environment, which wins over an empty value.
+            updates["memory.search.remote.apiKey"] = self.api_key
         return updates
+
+    def search_settings(self, base: SearchSettings | None = None) -> SearchSettings:
+        """The search settings these choices make (over `base`), to test them before saving."""
+        search = base or SearchSettings()
+        remote = search.remote.model_copy(
+            update={"base_url": self.base_url, "api_key": self.api_key}
+        )
+        local = search.local.model_copy(update={"model_path": self.model_path})
+        return search.model_copy(
+            update={
+                "provider": self.provider,
+                "model": self.model,
+                "remote": remote,
+                "local": local,
+            }
+        )
 
 
 def save_choices(choices: SetupChoices, *, config_file: Path | None = None) -> Path:
-    """Write the choices into config.toml (comments and other keys kept); return its path."""
-    return update_config_file(choices.config_updates(), config_file=config_file)
+    """Write the choices into config.toml (comments and other keys kept); return its path.
+
+    A pasted key makes the file readable by its owner only (0600) before the key is written.
+    """
+    return update_config_file(
+        choices.config_updates(), config_file=config_file, private=bool(choices.api_key)
+    )
+
+
+@dataclass(frozen=True)
+class KeyInEnvironment:
+    """Which environment variable a hosted provider would take its key from, and if it is set."""
+
+    names: tuple[str, ...]  # the variables it reads, first wins
+    found: str | None  # the first one that is set (its value is never shown)
+
+    @property
+    def summary(self) -> str:
+        if not self.names:
+            return ""
+        listed = " or ".join(self.names)
+        if self.found:
+            return f"{self.found} is set in this environment."
+        return f"{listed} is not set in this environment."
+
+
+def key_in_environment(
+    choice: ProviderChoice, environ: Mapping[str, str] | None = None
+) -> KeyInEnvironment:
+    env = os.environ if environ is None else environ
+    found = next((name for name in choice.key_env if env.get(name, "").strip()), None)
+    return KeyInEnvironment(choice.key_env, found)
+
+
+# A hosted service answers one short request well within this; a managed local server first
+# starts and loads its model, which the local provider's own startup budget bounds.
+REMOTE_TEST_SECONDS = 60.0
+
+
+def try_provider(choices: SetupChoices, base: SearchSettings | None = None) -> ProbeResult:
+    """Embed one text with the chosen provider, as `status --deep` does, before saving.
+
+    For `local` this starts the managed llama.cpp server with the chosen model (it stays up
+    for the first index). The result's error is redacted: a pasted key never appears in it.
+    """
+    settings = choices.search_settings(base)
+    timeout = (
+        float(settings.local.startup_timeout_seconds) + REMOTE_TEST_SECONDS
+        if choices.provider == "local"
+        else min(REMOTE_TEST_SECONDS, settings.remote.timeout_seconds)
+    )
+    resolution = resolve_provider(settings)
+    embedder = resolution.embedder
+    if embedder is None:
+        return ProbeResult(False, 0.0, None, resolution.reason, resolution.fix)
+    try:
+        result = probe(embedder, timeout)
+    finally:
+        if choices.provider != "local":  # the local server serves the first index next
+            embedder.close()
+    return result

@@ -51,7 +51,7 @@ def printed(*results: subprocess.CompletedProcess[str]) -> str:
     return "".join(result.stdout + result.stderr for result in results)
 
 
-@pytest.mark.parametrize("provider", ["gemini", "bedrock", "voyage"])
+@pytest.mark.parametrize("provider", sorted(HARNESSES))
 def test_index_search_and_deep_status_through_the_cli(provider: str, tmp_path: Path) -> None:
     harness = HARNESSES[provider]
     with harness.fake() as fake:
@@ -76,7 +76,7 @@ def test_index_search_and_deep_status_through_the_cli(provider: str, tmp_path: P
     assert harness.secret not in printed(index, search, status)
 
 
-@pytest.mark.parametrize("provider", ["openai", "gemini"])
+@pytest.mark.parametrize("provider", sorted(HARNESSES))
 def test_a_wrong_key_makes_search_report_the_provider_unavailable(
     provider: str, tmp_path: Path
 ) -> None:

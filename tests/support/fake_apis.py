@@ -114,6 +114,9 @@ class GeminiFake(FakeService):
         super().__init__()
         self.api_key, self.model, self.dims = api_key, model, dims
         self.media: list[tuple[str, bytes]] = []  # (mimeType, decoded data) received
+        # Text containing one of these phrases embeds as that file does: what a multimodal
+        # model does with a caption of a picture ("a sunset over the harbour" ~ the photo).
+        self.meanings: dict[str, bytes] = {}
 
     def answer(self, request: Recorded) -> Reply:
         if "key=" in request.path or request.headers.get("x-goog-api-key") != self.api_key:
@@ -139,7 +142,9 @@ class GeminiFake(FakeService):
                 return Reply(400, {"error": {"code": 400, "message": "model mismatch"}})
             text = item["content"]["parts"][0]["text"]
             width = item.get("outputDimensionality") or self.dims
-            embeddings.append({"values": vector_for(text, width)})
+            meant = [data for phrase, data in self.meanings.items() if phrase in text]
+            values = media_vector(meant[0], width) if meant else vector_for(text, width)
+            embeddings.append({"values": values})
         return Reply(200, {"embeddings": embeddings})
 
     def _single(self, body: dict[str, Any]) -> Reply:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 import tomllib
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from apus.first_run import (
     check_gguf,
     count_notes,
     detect_hardware,
+    key_in_environment,
     save_choices,
 )
 from support.tiny_gguf import write_tiny_gguf
@@ -132,3 +134,33 @@ def test_detect_hardware_agrees_with_llama_cpp() -> None:
     assert hardware.gpu_offload == bool(llama_cpp.llama_supports_gpu_offload())
     assert hardware.cpu_count >= 1
     assert ("GPU" in hardware.summary) if hardware.gpu_offload else ("CPU" in hardware.summary)
+
+
+def test_a_pasted_key_is_written_with_owner_only_permissions_and_kept_so(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('# mine\n[tui]\ntheme = "nord"\n', encoding="utf-8")
+    config.chmod(0o644)
+    key = "sk-proj-DOMAINkey000000000000000000000"
+    choices = SetupChoices(
+        tmp_path / "vault", "openai", model="text-embedding-3-small", api_key=key
+    )
+    assert key not in repr(choices)
+    save_choices(choices, config_file=config)
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    data = tomllib.loads(config.read_text(encoding="utf-8"))
+    assert data["memory"]["search"]["remote"]["apiKey"] == key
+    assert config.read_text(encoding="utf-8").startswith("# mine")
+    # A later save without a key keeps the file private (it still holds other secrets).
+    save_choices(SetupChoices(tmp_path / "vault", "none"), config_file=config)
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+
+
+def test_the_key_variable_is_named_and_whether_it_is_set() -> None:
+    gemini = next(c for c in PROVIDER_CHOICES if c.name == "gemini")
+    unset = key_in_environment(gemini, {})
+    assert unset.summary == "GEMINI_API_KEY or GOOGLE_API_KEY is not set in this environment."
+    second = key_in_environment(gemini, {"GEMINI_API_KEY": " ", "GOOGLE_API_KEY": "AIza-x"})
+    assert second.found == "GOOGLE_API_KEY"
+    assert second.summary == "GOOGLE_API_KEY is set in this environment."
+    bedrock = next(c for c in PROVIDER_CHOICES if c.name == "bedrock")
+    assert key_in_environment(bedrock, {}).summary == ""

@@ -108,6 +108,15 @@ def test_wizard_remote_provider(snap_compare: Compare, wizard_env: Path, config_
     assert snap_compare(wizard(config_file), terminal_size=SIZE, run_before=run_before)
 
 
+def test_wizard_hosted_provider(
+    snap_compare: Compare, wizard_env: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OpenAI, with no key in the environment: the warning, the key choice, the paste field.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    run_before = typed(*"~/notes", "enter", *["down"] * 4, "enter")
+    assert snap_compare(wizard(config_file), terminal_size=SIZE, run_before=run_before)
+
+
 def test_wizard_model(snap_compare: Compare, wizard_env: Path, config_file: Path) -> None:
     run_before = typed(*"~/notes", "enter", "ctrl+n")
     assert snap_compare(wizard(config_file), terminal_size=SIZE, run_before=run_before)

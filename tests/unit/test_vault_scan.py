@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from apus.vault.scan import (
+    MediaRule,
     ScanCancelled,
     ScanResult,
     read_note_text,
@@ -381,3 +382,26 @@ def test_progress_every_500_files_and_cancel_from_progress(vault: Path) -> None:
     with pytest.raises(ScanCancelled):
         scan_roots(vault, cancel=cancel, on_progress=stop_at_first_report)
     assert calls == [500]
+
+
+def test_media_files_are_listed_only_under_extra_paths(tmp_path: Path, vault: Path) -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(64)
+    write(vault, "MEMORY.md")
+    write(vault, "photo.png", png)  # the vault stays notes-only
+    write(vault, "attachments/board.PNG", png)  # an extra path inside the vault
+    write(vault, "attachments/sub/memo.mp3", b"ID3" + bytes(64))
+    write(vault, "attachments/clip.gif", b"GIF89a")  # not a type any provider embeds
+    outside = tmp_path / "media"
+    write(outside, "big.wav", b"RIFF" + bytes(200))
+    single = write(tmp_path / "one", "scan.jpg", b"\xff\xd8\xff" + bytes(8))
+    rule = MediaRule(frozenset({".png", ".mp3", ".wav", ".jpg"}))
+    roots = [Path("attachments"), outside, single]
+    result = scan_roots(vault, roots, max_file_bytes=100, media=rule)
+    assert rel_paths(result) == [
+        "../media/big.wav",  # over maxFileBytes: media have the service's limits instead
+        "../one/scan.jpg",
+        "MEMORY.md",
+        "attachments/board.PNG",
+        "attachments/sub/memo.mp3",
+    ]
+    assert rel_paths(scan_roots(vault, roots)) == ["MEMORY.md"]  # no rule: notes only

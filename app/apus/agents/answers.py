@@ -12,6 +12,11 @@ class _Answer(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
 
+class Media(_Answer):
+    type: str = Field(description='MIME type, e.g. "image/png" or "audio/mpeg"')
+    bytes: int
+
+
 class Passage(_Answer):
     path: str = Field(description="The note, relative to the vault (pass it to memory_get)")
     startLine: int
@@ -20,6 +25,9 @@ class Passage(_Answer):
     snippet: str
     source: str = Field(description='"memory" (notes) or "sessions" (agent transcripts)')
     citation: str = Field(description="path#L<start>-L<end>, for citing the passage")
+    media: Media | None = Field(
+        None, description="set when the result is an image or audio file: its type and size"
+    )
 
 
 class Fallback(_Answer):

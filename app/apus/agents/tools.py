@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from apus.agents.answers import (
     Fallback,
     HistoryMessage,
+    Media,
     NoteWindow,
     Passage,
     RecallAnswer,
@@ -282,6 +283,7 @@ def _passage(hit: SearchHit) -> Passage:
         snippet=hit.snippet,
         source=hit.source,
         citation=hit.citation,
+        media=None if hit.media is None else Media(type=hit.media.mime_type, bytes=hit.media.size),
     )
 
 

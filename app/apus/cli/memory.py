@@ -375,6 +375,9 @@ def _hit_json(hit: Any, explain: bool) -> dict[str, Any]:
         "legs": list(hit.legs),
         "source": hit.source,
         "citation": hit.citation,
+        "media": (
+            None if hit.media is None else {"type": hit.media.mime_type, "bytes": hit.media.size}
+        ),
     }
     if explain:
         data["explain"] = asdict(hit.explain)

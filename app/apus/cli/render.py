@@ -34,10 +34,12 @@ def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
         console.print("No matches.")
         return
     for number, hit in enumerate(response.hits, start=1):
+        # An image or audio file has no lines to point at: its type and size instead.
+        where = f"  ({hit.media.label})" if hit.media else f":{hit.start_line}-{hit.end_line}"
         header = _line(
             (f"{number:>2}. ", "dim"),
             (hit.path, "bold cyan"),
-            (f":{hit.start_line}-{hit.end_line}", "cyan"),
+            (where, "cyan"),
             (f"  {hit.score:.3f}", "green"),
             (f"  [{'+'.join(hit.legs)}]", "dim"),
         )

@@ -25,6 +25,7 @@ from apus.errors import VaultError
 from apus.index.embedding import EmbedOutcome, EmbedRequest, run_embedding
 from apus.index.keyword import KeywordIndex
 from apus.index.lock import WriterLock
+from apus.index.media import MEDIA_RULE, admit_media, is_media_path, media_new_file, read_media
 from apus.index.note_filter import fold_tag
 from apus.index.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
 from apus.index.shadow import discard_leftover, open_shadow, shadow_dir, swap_in
@@ -448,7 +449,7 @@ class Indexer:
         written there, and the plan (what changed, was renamed, is gone) is made against the
         live store, which the shadow will replace.
         """
-        scan = self._scan(cancel, emit)
+        scan = admit_media(self._scan(cancel, emit), self.provider.embedder)
         report.files = len(scan.files)
         signature = chunking_signature(self.settings)
         rebuilding = live is not None
@@ -484,6 +485,7 @@ class Indexer:
                 max_file_bytes=self.settings.search.sync.max_file_bytes,
                 cancel=cancel,
                 on_progress=lambda n: emit(SyncProgress("scan", n, 0)),
+                media=MEDIA_RULE,
             )
         except ScanCancelled as exc:
             raise SyncCancelled from exc
@@ -517,8 +519,13 @@ class Indexer:
         self, scanned: ScannedFile, plan: SyncPlan, writer: _BatchWriter, report: SyncReport
     ) -> None:
         max_bytes = self.settings.search.sync.max_file_bytes
-        note = read_note_text(
-            scanned.abs_path, max_file_bytes=max_bytes, expected_identity=scanned.identity
+        media = is_media_path(scanned.rel_path)
+        note = (
+            read_media(scanned)
+            if media
+            else read_note_text(
+                scanned.abs_path, max_file_bytes=max_bytes, expected_identity=scanned.identity
+            )
         )
         previous = plan.known.get(scanned.rel_path)
         if note.text is None:
@@ -537,7 +544,9 @@ class Indexer:
                 writer.store.touch_file(previous.id, scanned.size, scanned.mtime_ns)
             report.unchanged += 1
             return
-        origin = plan.take_renamed(note.sha256) if previous is None else None
+        # A renamed media file is indexed anew (its description names its path); its vector
+        # comes back from the cache, which is keyed by content.
+        origin = plan.take_renamed(note.sha256) if previous is None and not media else None
         if origin is not None:
             report.renamed += 1
             if not writer.rebuilding:
@@ -545,7 +554,9 @@ class Indexer:
                 writer.renames.append((origin, scanned, _name_facts(scanned, note.text)))
                 return
         writer.add(
-            self._prepare(scanned, note.text, note.sha256, note.replaced_invalid_utf8, plan),
+            media_new_file(scanned, note, plan.signature)
+            if media
+            else self._prepare(scanned, note.text, note.sha256, note.replaced_invalid_utf8, plan),
             previous or origin,
         )
         if previous is not None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from apus.embed.base import Embedder, EmbeddingIdentity
 from apus.errors import ApusError
+from apus.index.media import embed_media_chunks, split_media
 from apus.index.store import Store
 
 # Chunks per checkpoint: each batch is embedded, cached and committed before the next, so a
@@ -383,7 +384,8 @@ def embed_missing(
             break
         ids = missing[start : start + EMBED_BATCH_CHUNKS]
         chunks = store.chunks_by_id(ids)
-        ordered = [chunks[i] for i in ids if i in chunks]
+        ordered, media_chunks = split_media([chunks[i] for i in ids if i in chunks])
+        media = embed_media_chunks(store, embedder, identity, media_chunks)
         texts = [
             embedder.document_text(c.text, _title_for_prefix(c.title, c.path)) for c in ordered
         ]
@@ -398,8 +400,8 @@ def embed_missing(
             store.put_vectors(fresh)
             store.set_chunk_vectors((c.id, key, k) for c, k in zip(ordered, keys, strict=True))
         done += len(ids)
-        cached_total += len(ordered) - len(todo)
-        embedded += len(todo)
+        cached_total += len(ordered) - len(todo) + media.cached
+        embedded += len(todo) + media.embedded
         if progress is not None:
             progress(EmbedProgress(done, total, cached_total))
     return embedded

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from apus.config import Settings
 from apus.errors import ApusError
+from apus.index.media import is_media_path
 from apus.index.store import Store
 from apus.vault.scan import is_note_name, read_note_text
 
@@ -75,6 +76,11 @@ def resolve_indexed_note(
     NoteRefusedError saying why it cannot be read."""
     vault = settings.vault_path()
     rel_path = _relative_form(raw_path, vault)
+    if is_media_path(rel_path):
+        raise NoteRefusedError(
+            f"{raw_path} is an image or audio file: it has no lines to read.",
+            fix="open it with a viewer; its search result gives its type and size",
+        )
     if not is_note_name(Path(rel_path).name):
         raise NoteRefusedError(
             f"{raw_path} is not a Markdown note; only indexed notes (.md, .markdown) are read.",

@@ -19,6 +19,7 @@ from apus.embed.providers import (
     retry_after_crashes,
 )
 from apus.errors import IndexBusyError
+from apus.index.media import MEDIA_RULE
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
 from apus.index.status import EmbeddingsState, IndexStatus, collect_status
@@ -379,6 +380,8 @@ class Memory:
     def _watch(self, debounce_ms: int) -> None:
         roots = [self.vault, *self.settings.extra_roots()]
         suffixes = NOTE_SUFFIXES
+        if self.settings.search.extra_paths:  # images and audio there are indexed too
+            suffixes += tuple(sorted(MEDIA_RULE.suffixes))
         if transcripts.enabled(self.settings.search):  # conversations grow while agents run
             roots += transcripts.roots(self.settings)
             suffixes += (transcripts.SUFFIX,)

@@ -22,6 +22,7 @@ from apus.config import Settings
 from apus.embed.base import EmbeddingError
 from apus.errors import ProviderUnavailableError
 from apus.index.keyword import KeywordIndex
+from apus.index.media import MediaFacts, is_media_path, media_facts
 from apus.index.note_filter import NoteFilter
 from apus.index.store import ChunkRecord, Store
 from apus.index.vectors import VectorIndexError
@@ -98,6 +99,7 @@ class SearchHit:
     legs: tuple[str, ...]  # which legs found it: "keyword", "vector", "path"
     explain: Explanation
     source: str = "memory"
+    media: MediaFacts | None = None  # an image or audio file: its type and size
 
     @property
     def citation(self) -> str:
@@ -432,7 +434,22 @@ class Searcher:
         if use_mmr and len(chosen) > 1:
             chosen = self._diversify(chosen, hybrid.mmr.lambda_)
         query_tokens = frozenset(terms)
-        return [_hit(c, query_tokens, legs.vector) for c in chosen]
+        return self._with_media_facts([_hit(c, query_tokens, legs.vector) for c in chosen])
+
+    def _with_media_facts(self, hits: list[SearchHit]) -> list[SearchHit]:
+        """Hits on images and audio carry their type and size (the faces show both)."""
+        if not any(is_media_path(hit.path) for hit in hits):
+            return hits
+
+        def facts(store: Store) -> list[SearchHit]:
+            with_facts = []
+            for hit in hits:
+                record = store.file_by_path(hit.path) if is_media_path(hit.path) else None
+                media = media_facts(hit.path, record.size) if record is not None else None
+                with_facts.append(replace(hit, media=media) if media else hit)
+            return with_facts
+
+        return self._with_store(facts, hits)  # type: ignore[return-value]
 
     def _candidates(self, query: str, legs: _Legs, options: SearchOptions) -> list[_Candidate]:
         """Every chunk either leg found, plus the notes the query names, with their factors."""

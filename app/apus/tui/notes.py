@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from apus.index.media import is_media_path, media_facts
+from apus.units import human_size
 from apus.vault.markdown import parse_note, split_lines
 from apus.vault.scan import read_note_text
 
@@ -41,6 +43,8 @@ def load_note(
     """Read a note (never writes); a long note is cut to a window around `focus_line`."""
     path = note_path(vault, rel_path)
     stem = Path(rel_path).stem
+    if is_media_path(rel_path):
+        return _media_document(rel_path, path)
     note = (
         read_note_text(path)
         if max_file_bytes is None
@@ -58,3 +62,18 @@ def load_note(
     start = max(0, min(focus - _WINDOW_BEFORE, len(lines) - WINDOW_LINES))
     window = "".join(lines[start : start + WINDOW_LINES])
     return NoteDocument(rel_path, path, parsed.title, window, first_line + start, clipped=True)
+
+
+def _media_document(rel_path: str, path: Path) -> NoteDocument:
+    """An indexed image or audio file: what it is, since it has no text to show."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return NoteDocument(rel_path, path, path.name, "", 1, problem=str(exc.strerror).lower())
+    facts = media_facts(rel_path, size)
+    label = facts.label if facts else human_size(size)
+    text = (
+        f"**{label}**\n\nThis file is found by its meaning (the embedding model reads the "
+        f"image or sound itself) and by its name. Open it with your viewer:\n\n`{path}`"
+    )
+    return NoteDocument(rel_path, path, path.name, text, 1)

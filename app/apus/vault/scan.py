@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import fnmatch
 import hashlib
@@ -168,6 +169,14 @@ def _within(path: str, roots: Sequence[str]) -> bool:
 
 
 @dataclass(frozen=True)
+class MediaRule:
+    """Which non-note files a scan also lists: these suffixes, under these roots only."""
+
+    suffixes: frozenset[str]  # lower case, with the dot
+    roots: tuple[str, ...] = ()  # filled in by scan_roots: the extra roots, as given and real
+
+
+@dataclass(frozen=True)
 class _Found:
     file: ScannedFile
     via_symlink: bool
@@ -183,6 +192,8 @@ class _Walk:
     max_file_bytes: int
     cancel: threading.Event | None
     on_progress: Callable[[int], None] | None
+    # Images and audio are found only under the extra roots (the vault stays notes-only).
+    media: MediaRule | None = None
     found: list[_Found] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
     visited_dirs: set[tuple[int, int]] = field(default_factory=set)
@@ -193,7 +204,8 @@ class _Walk:
             raise ScanCancelled("scan cancelled")
 
     def add_file(self, rel_path: str, path: str, st: os.stat_result, *, via_symlink: bool) -> None:
-        if st.st_size > self.max_file_bytes:
+        # Images and audio have the service's limits instead, which their embedder checks.
+        if st.st_size > self.max_file_bytes and not self.is_media(path):
             self.skipped.append(SkippedFile(rel_path, _too_large(st.st_size, self.max_file_bytes)))
             return
         scanned = ScannedFile(
@@ -260,7 +272,7 @@ class _Walk:
                 if is_note_name(name):
                     self.skipped.append(SkippedFile(rel_path, _os_reason(error)))
                 continue
-            if not is_dir and not is_note_name(name):
+            if not is_dir and not is_note_name(name) and not self.is_media(entry.path):
                 continue
             if self.rules.ignores(rel_path, name, is_dir=is_dir):
                 continue
@@ -302,6 +314,15 @@ class _Walk:
             return
         self.add_file(rel_path, entry.path, st, via_symlink=via_symlink)
 
+    def is_media(self, path: str) -> bool:
+        """An image or audio file under an extra root (never a note, never in the vault)."""
+        media = self.media
+        return (
+            media is not None
+            and Path(path).suffix.lower() in media.suffixes
+            and _within(path, media.roots)
+        )
+
     def add_extra(self, path: str) -> None:
         rel_path = _relative(path, self.vault)
         try:
@@ -311,7 +332,7 @@ class _Walk:
             return
         if stat.S_ISDIR(st.st_mode):
             self.walk(path, rel_path)
-        elif not is_note_name(path):
+        elif not is_note_name(path) and not self.is_media(path):
             self.skipped.append(SkippedFile(rel_path, "not a Markdown file"))
         elif not stat.S_ISREG(st.st_mode):
             self.skipped.append(SkippedFile(rel_path, "not a regular file"))
@@ -351,8 +372,10 @@ def scan_roots(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     cancel: threading.Event | None = None,
     on_progress: Callable[[int], None] | None = None,
+    media: MediaRule | None = None,
 ) -> ScanResult:
-    """List the notes under `vault` and `extra_paths` with their size and mtime.
+    """List the notes under `vault` and `extra_paths` with their size and mtime (and, with
+    `media`, the files of its suffixes under `extra_paths`).
 
     Problems with single files or folders are reported in `skipped`, never raised; only a
     missing or unreadable vault raises (FileNotFoundError, NotADirectoryError,
@@ -371,6 +394,9 @@ def scan_roots(
         for extra in extra_paths
     ]
     roots = [real_vault, *(os.path.realpath(extra) for extra in extras)]
+    if media is not None:
+        media_roots = {*extras, *(os.path.realpath(extra) for extra in extras)}
+        media = dataclasses.replace(media, roots=tuple(sorted(media_roots)))
     walk = _Walk(
         vault=real_vault,
         roots=roots,
@@ -378,6 +404,7 @@ def scan_roots(
         max_file_bytes=max_file_bytes,
         cancel=cancel,
         on_progress=on_progress,
+        media=media,
     )
     walk.walk(real_vault, "")
     for extra in extras:

@@ -267,9 +267,9 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
             self.query_one(ConversationView).show(session_key, hit.start_line, hit.end_line)
             self.query_one(RelatedNotes).show_for(None)  # related notes are about notes
             return
-        self.query_one(NotePreview).show_note(
-            self.apus.vault, hit.path, hit.start_line, hit.end_line
-        )
+        # An image or audio file has no lines to mark.
+        lines = (0, 0) if hit.media else (hit.start_line, hit.end_line)
+        self.query_one(NotePreview).show_note(self.apus.vault, hit.path, *lines)
         self.query_one(RelatedNotes).show_for(hit.path)
 
     @on(OptionList.OptionSelected, "#results")

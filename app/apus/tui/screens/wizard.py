@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import (
@@ -37,8 +37,10 @@ from apus.first_run import (
     check_gguf,
     default_model,
     download_model,
+    key_in_environment,
     model_ready,
     save_choices,
+    try_provider,
 )
 from apus.index.sync import SyncReport
 from apus.tui.errors import error_text, notify_worker_error
@@ -48,6 +50,7 @@ from apus.tui.widgets.folder_chooser import FolderChooser
 from apus.units import human_size
 
 if TYPE_CHECKING:
+    from apus.embed.base import ProbeResult
     from apus.embed.local.catalog import ModelManifest
     from apus.tui.app import ApusApp
 
@@ -68,6 +71,10 @@ class WizardOptions:
     detect_hardware: Callable[[], Hardware]
     catalog: Mapping[str, ModelManifest] | None = None
     folder_root: Path | None = None
+
+
+class _Details(VerticalScroll, can_focus=False):
+    """The chosen provider's fields: Tab goes from the list straight to them."""
 
 
 class SetupScreen(Screen[SetupChoices | None]):
@@ -98,6 +105,8 @@ class SetupScreen(Screen[SetupChoices | None]):
         self.gguf_path = ""
         self.choices: SetupChoices | None = None
         self.keyword_ready = False
+        self.testing = False  # one request to the chosen provider is under way
+        self.tested = ""  # what the test found, shown once the choices are saved
 
     @property
     def apus(self) -> ApusApp:
@@ -126,20 +135,17 @@ class SetupScreen(Screen[SetupChoices | None]):
                     "turns each passage into an embedding. Where should those come from?",
                     classes="intro",
                 )
-                with RadioSet(id="provider-choice"):
-                    for choice in PROVIDER_CHOICES:
-                        yield RadioButton(choice.label, value=choice == self.provider)
-                yield Static("", id="provider-description", markup=False)
-                with Vertical(id="remote-fields"):
-                    yield Label("Server URL", classes="field-label")
-                    yield Input(placeholder="http://host:port", id="remote-url")
-                    yield Label("Model name on that server", classes="field-label")
-                    yield Input(placeholder="as the server lists it", id="remote-model")
-                yield Static("Checking this computer for a GPU…", id="hardware", markup=False)
+                with Horizontal(id="provider-columns"):
+                    with RadioSet(id="provider-choice"):
+                        for choice in PROVIDER_CHOICES:
+                            yield RadioButton(choice.label, value=choice == self.provider)
+                    with _Details(id="provider-details"):
+                        yield from self._compose_provider_details()
             with Vertical(id="step-model"):
                 yield Static("", id="model-info", markup=False)
                 yield ProgressBar(id="download-bar", show_eta=False)
                 yield Static("", id="download-status", markup=False)
+                yield Static("", id="model-test", markup=False)
                 with Horizontal(classes="buttons"):
                     yield Button("Download", id="download", variant="primary")
                     yield Button("Cancel download", id="cancel-download", disabled=True)
@@ -159,7 +165,31 @@ class SetupScreen(Screen[SetupChoices | None]):
             yield Button("Next", id="next", variant="primary", disabled=True)
         yield Footer()
 
+    def _compose_provider_details(self) -> ComposeResult:
+        yield Static("", id="provider-description", markup=False)
+        yield Static("", id="provider-warning", markup=False)
+        with Vertical(id="remote-fields"):
+            yield Label("Server URL", id="remote-url-label", classes="field-label")
+            yield Input(placeholder="http://host:port", id="remote-url")
+            yield Label("Model name on that server", id="remote-model-label", classes="field-label")
+            yield Input(placeholder="as the server lists it", id="remote-model")
+        with Vertical(id="key-fields"):
+            yield Static("", id="key-env", markup=False)
+            with RadioSet(id="key-source"):
+                yield RadioButton("Use the key from the environment", id="key-from-env")
+                yield RadioButton(
+                    "Paste a key (kept in config.toml, readable only by you)", id="key-pasted"
+                )
+            yield Input(placeholder="paste the API key here", password=True, id="api-key")
+        yield Static("", id="provider-test", markup=False)
+        with Horizontal(id="test-failed", classes="buttons"):
+            yield Button("Continue with keyword search only", id="test-keyword-only")
+            yield Button("Save it untested", id="save-untested")
+        yield Static("Checking this computer for a GPU…", id="hardware", markup=False)
+
     def on_mount(self) -> None:
+        self.query_one("#test-failed").display = False
+        self.query_one("#model-test").display = False
         self.query_one("#offline").display = False
         self.query_one("#download-bar", ProgressBar).display = False
         self.query_one("#index-bar", ProgressBar).display = False
@@ -186,13 +216,22 @@ class SetupScreen(Screen[SetupChoices | None]):
         button = self.query_one("#next", Button)
         ready = {
             "folder": self.folder is not None and self.folder.usable,
-            "provider": not self.provider.remote
-            or bool(self.query_one("#remote-url", Input).value.strip()),
+            "provider": self._provider_ready(),
             "model": self.model_ok or bool(self.gguf_path),
             "index": self.keyword_ready,
         }[self.step]
-        button.disabled = not ready
+        button.disabled = not ready or self.testing
         button.label = "Start searching" if self.step == "index" else "Next"
+
+    def _provider_ready(self) -> bool:
+        choice = self.provider
+        if not choice.remote:
+            return True
+        url = self.query_one("#remote-url", Input).value.strip()
+        if not choice.hosted:
+            return bool(url)
+        model = self.query_one("#remote-model", Input).value.strip()
+        return bool(model) and (not self._pasting_key() or bool(self._pasted_key()))
 
     # -- navigation ----------------------------------------------------------------------
 
@@ -206,11 +245,14 @@ class SetupScreen(Screen[SetupChoices | None]):
             if self.provider.name == "local":
                 self.step = "model"
                 self._enter_model_step()
+            elif self.provider.remote:
+                self._start_test(self._choices())
+                return
             else:
-                self._finish()
+                self._finish(self._choices())
                 return
         elif self.step == "model":
-            self._finish()
+            self._start_test(self._choices())
             return
         elif self.step == "index":
             self.dismiss(self.choices)
@@ -225,6 +267,8 @@ class SetupScreen(Screen[SetupChoices | None]):
         if self.step == "index":
             return  # the choices are saved; "Start searching" leaves the wizard
         self.workers.cancel_group(self, "download")
+        self.workers.cancel_group(self, "provider-test")
+        self.testing = False
         self.step = STEPS[STEPS.index(self.step) - 1]
         self._show_step()
 
@@ -246,7 +290,20 @@ class SetupScreen(Screen[SetupChoices | None]):
     def _show_provider(self, choice: ProviderChoice) -> None:
         self.provider = choice
         self.query_one("#provider-description", Static).update(choice.description)
+        warning = self.query_one("#provider-warning", Static)
+        warning.update(f"⚠ {choice.warning}" if choice.warning else "")
+        warning.display = bool(choice.warning)
         self.query_one("#remote-fields").display = choice.remote
+        self.query_one("#remote-url-label", Label).update(
+            "Base URL (change it only for a proxy)" if choice.hosted else "Server URL"
+        )
+        self.query_one("#remote-model-label", Label).update(
+            f"Model ({choice.default_model} unless you choose another)"
+            if choice.hosted
+            else "Model name on that server"
+        )
+        self._show_key_fields(choice)
+        self._show_test(None)
         if choice.remote:
             url = self.query_one("#remote-url", Input)
             model = self.query_one("#remote-model", Input)
@@ -258,8 +315,49 @@ class SetupScreen(Screen[SetupChoices | None]):
                 model.value = choice.default_model
         self._update_next()
 
+    def _show_key_fields(self, choice: ProviderChoice) -> None:
+        """Where the key comes from: the environment (which variable, and whether it is set)
+        or pasted here. Bedrock signs with the AWS credential chain instead."""
+        self.query_one("#key-fields").display = choice.hosted
+        if not choice.hosted:
+            return
+        found = key_in_environment(choice)
+        self.query_one("#key-env", Static).update(
+            found.summary
+            or "Signed with your AWS credentials (environment, profile or SSO); no key here."
+        )
+        takes_key = bool(choice.key_env)
+        self.query_one("#key-source").display = takes_key
+        from_env = self.query_one("#key-from-env", RadioButton)
+        from_env.label = f"Use the key in {found.found or choice.key_env[0]}" if takes_key else ""
+        with self.prevent(RadioSet.Changed):
+            if found.found or not takes_key:
+                from_env.value = True
+            else:
+                self.query_one("#key-pasted", RadioButton).value = True
+        self.query_one("#api-key").display = takes_key and self._pasting_key()
+
+    def _pasting_key(self) -> bool:
+        return bool(self.provider.key_env) and self.query_one("#key-pasted", RadioButton).value
+
+    def _pasted_key(self) -> str:
+        return self.query_one("#api-key", Input).value.strip()
+
+    @on(RadioSet.Changed, "#key-source")
+    def _key_source_changed(self) -> None:
+        pasting = self._pasting_key()
+        self.query_one("#api-key").display = pasting
+        if pasting:
+            self.query_one("#api-key").focus()
+        self._show_test(None)
+        self._update_next()
+
     @on(Input.Changed, "#remote-url")
-    def _url_changed(self) -> None:
+    @on(Input.Changed, "#remote-model")
+    @on(Input.Changed, "#api-key")
+    def _field_changed(self) -> None:
+        if not self.testing:
+            self._show_test(None)  # a verdict on other values no longer applies
         self._update_next()
 
     @work(thread=True, exclusive=True, group="hardware", exit_on_error=False)
@@ -351,9 +449,16 @@ class SetupScreen(Screen[SetupChoices | None]):
         self._update_next()
 
     @on(Button.Pressed, "#keyword-only")
+    @on(Button.Pressed, "#test-keyword-only")
     def _keyword_only(self) -> None:
         self.provider = next(c for c in PROVIDER_CHOICES if c.name == "none")
-        self._finish()
+        self._finish(self._choices())
+
+    @on(Button.Pressed, "#save-untested")
+    def _save_untested(self) -> None:
+        """A server that is not running yet (Ollama on a box that is off): save it anyway;
+        search says it is unavailable, with the reason, until it answers."""
+        self._finish(self._choices())
 
     @on(Input.Changed, "#gguf")
     def _gguf_typed(self, event: Input.Changed) -> None:
@@ -370,25 +475,84 @@ class SetupScreen(Screen[SetupChoices | None]):
         self.gguf_path = str(check.path) if check.ok and check.path else ""
         self._update_next()
 
-    # -- step 4: save and index ----------------------------------------------------------
+    # -- the test: one embedding with the chosen provider, before anything is saved -------
 
-    def _finish(self) -> None:
+    def _choices(self) -> SetupChoices:
         assert self.folder is not None and self.folder.path is not None
         choice = self.provider
         if choice.name == "local":
             model = self.manifest.name if self.manifest else ""
-            choices = SetupChoices(
-                self.folder.path, "local", model=model, model_path=self.gguf_path
-            )
-        elif choice.remote:
-            choices = SetupChoices(
+            return SetupChoices(self.folder.path, "local", model=model, model_path=self.gguf_path)
+        if choice.remote:
+            url = self.query_one("#remote-url", Input).value.strip()
+            return SetupChoices(
                 self.folder.path,
                 choice.name,
                 model=self.query_one("#remote-model", Input).value.strip(),
-                base_url=self.query_one("#remote-url", Input).value.strip(),
+                # The service's own address is the default: only a proxy is written down.
+                base_url="" if choice.hosted and url == choice.default_url else url,
+                api_key=self._pasted_key() if self._pasting_key() else "",
             )
+        return SetupChoices(self.folder.path, "none")
+
+    def _start_test(self, choices: SetupChoices) -> None:
+        self.testing = True
+        what = "the model on this computer" if choices.provider == "local" else self.provider.label
+        self._show_test(f"Testing {what} with one embedding…")
+        self._update_next()
+        self._test(choices)
+
+    @work(thread=True, exclusive=True, group="provider-test", exit_on_error=False)
+    def _test(self, choices: SetupChoices) -> None:
+        test_choices = choices
+        if choices.provider == "local" and not choices.model_path and self.manifest is not None:
+            from apus.embed.local.download import model_path
+
+            # The file the wizard has just verified, whichever catalogue it came from.
+            test_choices = replace(choices, model_path=str(model_path(self.manifest)))
+        base = self.initial.search if self.initial else None
+        result = try_provider(test_choices, base)
+        self.app.call_from_thread(self._tested, choices, result)
+
+    def _tested(self, choices: SetupChoices, result: ProbeResult) -> None:
+        self.testing = False
+        if not self.is_attached or self.step not in ("provider", "model"):
+            return
+        if result.ok:
+            self.tested = f" The test embedding took {result.seconds:.1f} s."
+            self._show_test(
+                f"✓ It works: a {result.dims}-dimensional vector in {result.seconds:.1f} s."
+            )
+            self._finish(choices)
+            return
+        failure = f"✗ The test failed: {result.error}"
+        if result.fix:
+            failure += f"\nFix: {result.fix}"
+        if self.step == "model":
+            self.query_one("#offline-message", Static).update(
+                failure + "\nYou can search by keyword now and turn meaning search on later."
+            )
+            self.query_one("#offline").display = True
+            self.query_one("#keyword-only", Button).focus()
         else:
-            choices = SetupChoices(self.folder.path, "none")
+            self._show_test(failure)
+            self.query_one("#test-failed").display = True
+        self._update_next()
+
+    def _show_test(self, text: str | None) -> None:
+        status = self.query_one("#model-test" if self.step == "model" else "#provider-test", Static)
+        status.update(text or "")
+        status.display = bool(text)
+        status.set_class(bool(text) and text.startswith("✗"), "-error")
+        status.set_class(bool(text) and text.startswith("✓"), "-ok")
+        if text is None:
+            self.query_one("#test-failed").display = False
+        else:
+            self.call_after_refresh(status.scroll_visible, animate=False)
+
+    # -- step 4: save and index ----------------------------------------------------------
+
+    def _finish(self, choices: SetupChoices) -> None:
         try:
             written = save_choices(choices, config_file=self.options.config_file)
         except Exception as exc:  # a config the user broke by hand, or an unwritable folder
@@ -397,7 +561,7 @@ class SetupScreen(Screen[SetupChoices | None]):
         self.choices = choices
         self.step = "index"
         self.query_one("#index-saved", Static).update(
-            f"Saved your choices to {home_relative(written)}."
+            f"Saved your choices to {home_relative(written)}.{self.tested}"
         )
         self._show_step()
         self.watch(self.app, "background", self._index_progress)

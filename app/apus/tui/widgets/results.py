@@ -23,8 +23,10 @@ def hit_content(hit: SearchHit, width: int) -> Content:
     for leg in hit.legs:
         badges.extend([" ", (f" {_BADGES.get(leg, leg)} ", f"$text-{_leg_color(leg)} on $panel")])
     title = Content.assemble((hit.title or hit.path, "bold"), *badges)
-    location = hit.path if hit.start_line <= 1 else f"{hit.path}:{hit.start_line}"
+    location = hit.path if hit.start_line <= 1 or hit.media else f"{hit.path}:{hit.start_line}"
     meta = Content.assemble((location, "$text-muted"))
+    if hit.media:
+        meta = Content.assemble(meta, ("  ", ""), (hit.media.label, "$text-secondary"))
     if hit.note_date:
         meta = Content.assemble(meta, ("  ", ""), (hit.note_date, "$text-secondary"))
     text, spans = flatten_snippet(hit.snippet, hit.highlights, max(40, 2 * (width - 2)))

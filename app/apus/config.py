@@ -129,6 +129,9 @@ class HybridSettings(_Section):
     enabled: bool = True
     vector_weight: float = 0.7
     text_weight: float = 0.3
+    # How the legs' scores meet (apus.search.hybrid): "weighted" scores, or "rrf" ranks.
+    merge: Literal["weighted", "rrf"] = "weighted"
+    rrf_k: int = Field(60, ge=1, le=10_000)
     mmr: MmrSettings = MmrSettings()
     temporal_decay: TemporalDecaySettings = TemporalDecaySettings()
 

@@ -154,6 +154,17 @@ def test_parse_variant_reads_toml_values() -> None:
         parse_variant("memory.search.query.hybrid.vectorWeight")
 
 
+def test_parse_variant_takes_keys_relative_to_the_query_settings() -> None:
+    variant = parse_variant("hybrid.merge=rrf,hybrid.rrfK=30")
+    assert variant.label == "hybrid.merge=rrf,hybrid.rrfK=30"
+    assert variant.overrides == {
+        "memory.search.query.hybrid.merge": "rrf",
+        "memory.search.query.hybrid.rrfK": 30,
+    }
+    with pytest.raises(ConfigError, match="would change the index"):
+        parse_variant("memory.search.chunking.tokens=100")
+
+
 def test_textbook_bm25_follows_the_formula() -> None:
     docs = {"a": "Heron heron canal", "b": "heron", "c": "kestrel vole", "d": "vole"}
     bm25 = TextbookBm25(docs, k1=0.9, b=0.4)

@@ -389,6 +389,36 @@ def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> 
         assert hit.score == pytest.approx(e.merged * e.recency * e.importance, abs=1e-5)
 
 
+@pytest.mark.parametrize("merge", ["weighted", "rrf"])
+def test_hybrid_merge_setting_chooses_scores_or_ranks(
+    hybrid: Settings, monkeypatch: pytest.MonkeyPatch, merge: str
+) -> None:
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__HYBRID__MERGE", merge)
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__HYBRID__RRFK", "10")
+    settings = load_settings()
+    hits = _hybrid_search(settings, "router closet", min_score=0.0, limit=50, mmr=False).hits
+    assert hits[0].path == "projects/network.md"
+    by_vector = sorted(hits, key=lambda hit: -(hit.explain.vector_raw or 0.0))
+    keyword = sorted(
+        (hit for hit in hits if hit.explain.text_raw is not None),
+        key=lambda hit: -(hit.explain.text_raw or 0.0),
+    )
+    assert len(keyword) == 2 and len(by_vector) == 24
+    for hit in hits:
+        e = hit.explain
+        assert e.merged == pytest.approx(0.7 * e.vector_norm + 0.3 * e.text_norm)
+    if merge == "rrf":  # each leg's n-th best scores (k + 1) / (k + n), with k = 10
+        for rank, hit in enumerate(by_vector, start=1):
+            assert hit.explain.vector_norm == pytest.approx(11 / (10 + rank))
+        assert [hit.explain.text_norm for hit in keyword] == pytest.approx([1.0, 11 / 12])
+    else:  # scores: the keyword leg's ratio to its best, cosines over the candidates
+        first, second = keyword
+        ratio = (second.explain.text_raw or 0.0) / (first.explain.text_raw or 1.0)
+        assert second.explain.text_norm == pytest.approx(ratio)
+        assert by_vector[-1].explain.vector_norm == pytest.approx(0.0)
+    assert by_vector[0].explain.vector_norm == pytest.approx(1.0)
+
+
 def test_hybrid_min_score_drops_weak_vector_only_hits_but_keeps_keyword_ones(
     hybrid: Settings,
 ) -> None:

@@ -9,6 +9,7 @@ import pytest
 from apus.search.hybrid import (
     MergedScore,
     merge_legs,
+    normalise_ranks,
     normalise_text_scores,
     normalise_vector_scores,
     normalise_weights,
@@ -113,3 +114,36 @@ def test_merge_leg_that_ran_empty_still_weighs() -> None:
 def test_merge_with_no_candidates() -> None:
     assert merge_legs(None, None, 0.7, 0.3) == {}
     assert merge_legs({}, {}, 0.7, 0.3) == {}
+
+
+def test_ranks_score_the_best_one_and_then_less() -> None:
+    scores = normalise_ranks({"c": 2.0, "a": 9.0, "b": 5.0}, k=60)
+    assert scores == pytest.approx({"a": 1.0, "b": 61 / 62, "c": 61 / 63})
+    # Ties share the better rank; NaN ranks last; nothing in, nothing out.
+    tied = normalise_ranks({"a": 3.0, "b": 3.0, "c": math.nan, "d": 1.0}, k=1)
+    assert tied == pytest.approx({"a": 1.0, "b": 1.0, "c": 2 / 5, "d": 2 / 4})
+    assert normalise_ranks({}) == {}
+
+
+def test_rrf_merge_uses_ranks_not_scores() -> None:
+    # The keyword leg's second hit is far below its first in BM25, but its rank is what counts.
+    vector = {"a": 0.61, "b": 0.60, "c": 0.20}
+    text = {"b": 40.0, "c": 1.0}
+    merged = merge_legs(vector, text, 0.5, 0.5, method="rrf", rrf_k=60)
+    assert merged["a"].merged == pytest.approx(0.5 * 1.0)
+    assert merged["b"].merged == pytest.approx(0.5 * 61 / 62 + 0.5 * 1.0)
+    assert merged["c"].merged == pytest.approx(0.5 * 61 / 63 + 0.5 * 61 / 62)
+    assert merged["c"].text_norm == pytest.approx(61 / 62)
+    assert merged["c"].text_raw == 1.0
+    # The weighted merge ranks the same candidates by their scores: `a` over `c`.
+    weighted = merge_legs(vector, text, 0.5, 0.5, method="weighted")
+    assert weighted["a"].merged > weighted["c"].merged
+    assert merged["c"].merged > merged["a"].merged
+
+
+def test_rrf_merge_leaves_a_lone_leg_its_scores() -> None:
+    # Nothing to fuse: keyword-only search keeps BM25 ratios (recency weighs against them).
+    alone = merge_legs(None, {"b": 6.0, "c": 3.0}, 0.7, 0.3, method="rrf")
+    assert alone["c"].merged == pytest.approx(0.5)
+    vector_alone = merge_legs({"a": 0.8, "b": 0.4, "c": 0.2}, None, 0.7, 0.3, method="rrf")
+    assert vector_alone["b"].merged == pytest.approx(1 / 3)

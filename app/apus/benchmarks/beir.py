@@ -110,7 +110,8 @@ def select_queries(queries: Mapping[str, str], split: Split) -> dict[str, str]:
 
 def parse_variant(text: str) -> Variant:
     """`key=value[,key=value...]` of query settings, e.g.
-    `memory.search.query.hybrid.vectorWeight=0.5`; values are TOML literals or strings."""
+    `memory.search.query.hybrid.vectorWeight=0.5` or, relative to `memory.search.query.`,
+    `hybrid.merge=rrf`; values are TOML literals or strings."""
     overrides: dict[str, object] = {}
     for assignment in re.split(r",(?=\s*[\w.]+\s*=)", text):
         key, sep, raw = assignment.partition("=")
@@ -118,8 +119,10 @@ def parse_variant(text: str) -> Variant:
         if not sep or not key:
             raise ConfigError(
                 f"`--set {text}` is not key=value.",
-                fix="apus eval ... --set memory.search.query.hybrid.vectorWeight=0.5",
+                fix="apus eval ... --set hybrid.vectorWeight=0.5",
             )
+        if not key.startswith("memory."):
+            key = VARIABLE_PREFIX + key
         if not key.startswith(VARIABLE_PREFIX):
             raise ConfigError(
                 f"`--set {key}` would change the index, which all settings of a run share.",

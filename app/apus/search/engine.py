@@ -454,7 +454,14 @@ class Searcher:
     def _candidates(self, query: str, legs: _Legs, options: SearchOptions) -> list[_Candidate]:
         """Every chunk either leg found, plus the notes the query names, with their factors."""
         hybrid = self.settings.search.query.hybrid
-        merged = merge_legs(legs.vector, legs.text, hybrid.vector_weight, hybrid.text_weight)
+        merged = merge_legs(
+            legs.vector,
+            legs.text,
+            hybrid.vector_weight,
+            hybrid.text_weight,
+            method=hybrid.merge,
+            rrf_k=hybrid.rrf_k,
+        )
         ids = list(merged)
         named = self._named_chunk_ids(query, legs.admitted)
         ids.extend(i for i in named if i not in merged)

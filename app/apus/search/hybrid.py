@@ -5,9 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 K = TypeVar("K", bound=Hashable)
+
+# How each leg's scores are put on one scale before the weighted sum: "weighted" rescales
+# the scores themselves (cosine over the candidates, BM25 over the best), "rrf" uses only the
+# ranks (reciprocal rank fusion), which no leg's score distribution can skew.
+MergeMethod = Literal["weighted", "rrf"]
+# RRF's rank offset: Cormack et al.'s 60, the usual choice; a larger k flattens the ranks.
+DEFAULT_RRF_K = 60
 
 # Product defaults: meaning leads, exact terms still count.
 DEFAULT_VECTOR_WEIGHT = 0.7
@@ -67,6 +74,27 @@ def normalise_text_scores(scores: Mapping[K, float]) -> dict[K, float]:
     return {key: _unit(value / best) for key, value in scores.items()}
 
 
+def normalise_ranks(scores: Mapping[K, float], k: int = DEFAULT_RRF_K) -> dict[K, float]:
+    """Reciprocal-rank scores `(k + 1) / (k + rank)`: the leg's best 1.0, then slowly less.
+
+    Scaled by `k + 1` so that the best candidate of a leg scores 1 like the other
+    normalisations, and `minScore` and the weights mean the same whatever the merge. Equal
+    scores share the better rank; NaN ranks last.
+    """
+    ordered = sorted(scores.items(), key=lambda item: _descending(item[1]))
+    ranks: dict[K, float] = {}
+    rank, previous = 0, None
+    for position, (key, value) in enumerate(ordered, start=1):
+        if previous is None or _descending(value) != previous:
+            rank, previous = position, _descending(value)
+        ranks[key] = (k + 1) / (k + rank)
+    return ranks
+
+
+def _descending(value: float) -> float:
+    return math.inf if math.isnan(value) else -value
+
+
 @dataclass(frozen=True)
 class MergedScore(Generic[K]):
     """One candidate's scores from each leg (raw is None when that leg did not find it)."""
@@ -84,16 +112,24 @@ def merge_legs(
     text: Mapping[K, float] | None,
     vector_weight: float = DEFAULT_VECTOR_WEIGHT,
     text_weight: float = DEFAULT_TEXT_WEIGHT,
+    method: MergeMethod = "weighted",
+    rrf_k: int = DEFAULT_RRF_K,
 ) -> dict[K, MergedScore[K]]:
-    """Merge the two legs' raw scores into `wv·v + wt·t` over the union of their keys.
+    """Merge the two legs' raw scores into `wv·v + wt·t` over the union of their keys, with
+    `v` and `t` each leg's normalised score (`method`).
 
     A key missing from one leg scores 0 there, also when that leg ran and found nothing. A
     leg that did not run at all (`None`) leaves the other leg alone with weight 1: otherwise
     keyword-only search would cap every result at the text weight (0.3 by default) and no
-    result could reach an ordinary `minScore`.
+    result could reach an ordinary `minScore`. One leg alone keeps its own scores whatever
+    the method: there is nothing to fuse, and recency and importance weigh against them.
     """
-    v_norm = normalise_vector_scores(vector or {})
-    t_norm = normalise_text_scores(text or {})
+    if method == "rrf" and vector is not None and text is not None:
+        v_norm = normalise_ranks(vector or {}, rrf_k)
+        t_norm = normalise_ranks(text or {}, rrf_k)
+    else:
+        v_norm = normalise_vector_scores(vector or {})
+        t_norm = normalise_text_scores(text or {})
     if vector is None:
         wv, wt = 0.0, 1.0
     elif text is None:

@@ -40,9 +40,7 @@ EXPECTED = [
 REST = {"archive/alpha.md", "notes/zeta.md", "memory/USER.md"}
 
 
-def test_a_sync_embeds_in_priority_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_sync_embeds_in_priority_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     vault = tmp_path / "vault"
     for rel, text in NOTES.items():
         write_note(vault, rel, text)

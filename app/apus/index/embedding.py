@@ -156,7 +156,7 @@ def embed_order(chunks: Sequence[tuple[int, str]]) -> list[int]:
     one note and among equals, by id (the order the chunks were written: reading order)."""
 
     def rank(item: tuple[int, int, str]) -> tuple[int, int, str, int]:
-        position, chunk_id, path = item
+        position, _chunk_id, path = item
         if path in TRUSTED_FILES:
             return (0, TRUSTED_FILES.index(path), "", position)
         day = date_from_path(path)

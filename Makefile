@@ -8,9 +8,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint bench-index clean
 
-$(STAMP): pyproject.toml
+# llama-cpp-python is compiled first, for the instruction sets this CPU can run (never
+# -march=native: see packaging/llama_build.py and the README); the editable install keeps it.
+$(STAMP): pyproject.toml packaging/llama_build.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python packaging/llama_build.py --python $(BIN)/python
 	$(BIN)/python -m pip install --progress-bar off -e '.[test]'
 	touch $(STAMP)
 
@@ -25,5 +28,6 @@ lint: $(STAMP)
 	$(BIN)/ruff check app tests packaging
 	$(BIN)/lint-imports
 
+# Keeps .cache/llama-cpp-python (the compiled wheels, minutes to rebuild); rm -rf it by hand.
 clean:
 	rm -rf $(VENV) build dist

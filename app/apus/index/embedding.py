@@ -4,12 +4,16 @@ It runs after the keyword data is committed (search by words already works), dec
 stored identity whether these vectors may be built at all, embeds what is missing in
 checkpointed batches, records the identity once every chunk has a vector, and brings the FAISS
 file in line with the store.
+
+Chunks are embedded in priority order (`embed_order`): the curated MEMORY.md and USER.md
+first, then dated notes newest first, then the rest, so an interrupted or long first embedding
+has spent its time on what a search most likely asks about.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -19,8 +23,9 @@ from apus.embed.providers import ProviderResolution
 from apus.index.identity import decide, record_identity, stored_identity
 from apus.index.progress import Eta, ProgressCallback, SyncProgress
 from apus.index.store import Store
-from apus.index.triggers import embed_triggers
+from apus.index.triggers import TRUSTED_FILES, embed_triggers
 from apus.index.vectors import EmbedProgress, VectorIndex, embed_missing
+from apus.vault.dates import date_from_path
 
 EmbedState = Literal["done", "off", "unavailable", "paused", "failed", "cancelled"]
 
@@ -113,12 +118,10 @@ def _embed_chunks(
     assert embedder is not None
     embedded = 0
     try:
+        identity = embedder.identity
+        order = embed_order(store.paths_missing_vectors(identity.key()))
         embedded = embed_missing(
-            store,
-            embedder,
-            embedder.identity,
-            cancel=cancel,
-            progress=on_progress,
+            store, embedder, identity, cancel=cancel, progress=on_progress, order=order
         )
     except EmbeddingError as exc:
         return EmbedOutcome(
@@ -151,3 +154,23 @@ def _embed_triggers(
             fix=exc.fix or "",
         )
     return outcome
+
+
+def embed_order(chunks: Sequence[tuple[int, str]]) -> list[int]:
+    """Chunk ids (given as (id, note path), in id order) in the order to embed them.
+
+    First the root MEMORY.md and USER.md (curated, and what recall asks about), then dated
+    notes (`YYYY-MM-DD[-slug].md` at any depth) newest first, then everything else; within
+    one note and among equals, by id (the order the chunks were written: reading order)."""
+
+    def rank(item: tuple[int, int, str]) -> tuple[int, int, str, int]:
+        position, _chunk_id, path = item
+        if path in TRUSTED_FILES:
+            return (0, TRUSTED_FILES.index(path), "", position)
+        day = date_from_path(path)
+        if day is not None:
+            return (1, -day.toordinal(), path, position)
+        return (2, 0, "", position)
+
+    ranked = sorted(((i, cid, path) for i, (cid, path) in enumerate(chunks)), key=rank)
+    return [chunk_id for _position, chunk_id, _path in ranked]

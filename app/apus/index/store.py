@@ -890,6 +890,16 @@ class Store:
         )
         return [row[0] for row in rows]
 
+    def paths_missing_vectors(self, identity_key: str) -> list[tuple[int, str]]:
+        """(chunk id, file path) of every chunk without a vector for the identity, by id."""
+        rows = self._db.execute(
+            "SELECT c.id, f.path FROM chunks c JOIN files f ON f.id = c.file_id "
+            "LEFT JOIN chunk_vectors v ON v.chunk_id = c.id AND v.identity = ? "
+            "WHERE v.chunk_id IS NULL ORDER BY c.id",
+            (identity_key,),
+        )
+        return [(row[0], row[1]) for row in rows]
+
     def vector_chunk_ids(self, identity_key: str) -> set[int]:
         rows = self._db.execute(
             "SELECT chunk_id FROM chunk_vectors WHERE identity = ?", (identity_key,)

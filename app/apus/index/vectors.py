@@ -8,7 +8,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -367,14 +367,16 @@ def embed_missing(
     *,
     cancel: threading.Event | None = None,
     progress: Callable[[EmbedProgress], None] | None = None,
+    order: Sequence[int] | None = None,
 ) -> int:
     """Give every chunk a vector for `identity`, from the cache or the provider.
 
-    Returns how many chunks were embedded by the provider (cache hits excluded). Raises the
-    provider's error after committing what was done, so the next run resumes from there.
+    `order` lists the chunks still missing a vector in the order to embed them (default: by
+    id). Returns how many chunks were embedded by the provider (cache hits excluded). Raises
+    the provider's error after committing what was done, so the next run resumes from there.
     """
     key = identity.key()
-    missing = store.chunks_missing_vectors(key)
+    missing = list(order) if order is not None else store.chunks_missing_vectors(key)
     total = len(missing)
     done = cached_total = embedded = 0
     if progress is not None and total:

@@ -28,6 +28,6 @@ lint: $(STAMP)
 	$(BIN)/ruff check app tests packaging
 	$(BIN)/lint-imports
 
-# Keeps .cache/llama-cpp-python (the compiled wheels, minutes to rebuild); rm -rf it by hand.
+# Keeps the compiled llama-cpp-python wheels (in pip's cache directory, minutes to rebuild).
 clean:
 	rm -rf $(VENV) build dist

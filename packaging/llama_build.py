@@ -12,9 +12,11 @@ A `CMAKE_ARGS` already set by the user (a CUDA or Metal build) is passed on unch
 
 pip's wheel cache is keyed by the source archive, not by `CMAKE_ARGS`, so a native wheel built
 earlier would be reused silently. The wheel is therefore built without pip's cache, into a
-folder of this checkout named after the version and the exact CMake arguments
-(`.cache/llama-cpp-python/<version>-<hash>/`), and installed from there: the next install with
-the same flags reuses it, different flags build a new one.
+folder of our own inside pip's cache directory, named after the version and the exact CMake
+arguments (`<pip cache dir>/apus-llama-cpp-python/<version>-<hash>/`), and installed from
+there: every checkout on the machine (and a fresh clone) reuses it with the same flags,
+different flags build a new one. Without a pip cache directory it lives in the checkout's
+`.cache/`.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "llama-cpp-python"
-WHEEL_CACHE = ROOT / ".cache" / PACKAGE
 
 # ggml's CMake option -> the /proc/cpuinfo flags it needs (all of them). GGML_AVX512 compiles
 # with -mavx512f -mavx512cd -mavx512vl -mavx512dq -mavx512bw, so it needs all five.
@@ -102,6 +103,17 @@ def pinned_requirement(pyproject: Path) -> tuple[str, str]:
     raise SystemExit(f"{pyproject} pins no {PACKAGE}==<version>; pin one to build it")
 
 
+def wheel_cache(python: str) -> Path:
+    """Our folder in pip's cache directory (it outlives checkouts and venvs), else `.cache/`."""
+    found = subprocess.run(
+        [python, "-m", "pip", "cache", "dir"], capture_output=True, text=True, check=False
+    )
+    folder = found.stdout.strip()
+    if found.returncode != 0 or not folder:  # PIP_NO_CACHE_DIR, or a pip without `cache`
+        return ROOT / ".cache" / PACKAGE
+    return Path(folder) / f"apus-{PACKAGE}"
+
+
 def wheel_folder(cache: Path, version: str, cmake_args: str) -> Path:
     """Where the wheel for this version and these exact CMake arguments lives."""
     digest = hashlib.sha256(cmake_args.encode("utf-8")).hexdigest()[:12]
@@ -154,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(cmake_args)
         return 0
     requirement, version = pinned_requirement(ROOT / "pyproject.toml")
-    folder = wheel_folder(WHEEL_CACHE, version, cmake_args)
+    folder = wheel_folder(wheel_cache(args.python), version, cmake_args)
     print(f"{PACKAGE} {version} with CMAKE_ARGS={cmake_args or '(llama.cpp defaults)'}")
     if folder.is_dir():
         wheel = _wheel_in(folder)

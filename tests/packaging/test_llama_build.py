@@ -128,3 +128,14 @@ def test_the_script_prints_what_it_would_build_with() -> None:
     metal = {**env, "CMAKE_ARGS": "-DGGML_METAL=on"}
     printed = subprocess.run(command, env=metal, capture_output=True, text=True, check=True)
     assert printed.stdout.strip() == "-DGGML_METAL=on"
+
+
+def test_wheels_live_in_pips_cache_directory_or_the_checkout_without_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pip_cache = subprocess.run(
+        [sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert llama_build.wheel_cache(sys.executable) == Path(pip_cache) / "apus-llama-cpp-python"
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")  # pip refuses `cache dir` then
+    assert llama_build.wheel_cache(sys.executable) == REPO_ROOT / ".cache" / "llama-cpp-python"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from support.tiny_gguf import write_tiny_gguf
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_VAULT = REPO_ROOT / "assets" / "sample-vault"
 
@@ -31,6 +33,14 @@ def isolated_dirs(
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     return home
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real 2-layer BERT GGUF whose name makes family detection pick EmbeddingGemma (one
+    file for the whole run: no test writes to it)."""
+    folder = tmp_path_factory.mktemp("tiny-model")
+    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import pytest
 
 from apus.embed.local.filehash import file_sha256
 from apus.embed.local.server_manager import ManagedServer, ServerSpec
-from support.tiny_gguf import write_tiny_gguf
 
 # Short enough that orphan and idle tests finish quickly, long enough not to spin.
 WATCHDOG_INTERVAL_S = 0.3
@@ -57,13 +56,6 @@ def no_ambient_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     # Never ask an instance metadata service for a role: that would be a network request.
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real 2-layer BERT GGUF whose name makes family detection pick EmbeddingGemma."""
-    folder = tmp_path_factory.mktemp("tiny-model")
-    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
 @pytest.fixture

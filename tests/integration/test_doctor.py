@@ -14,15 +14,8 @@ import pytest
 
 from apus.index.store import Store
 from integration.helpers import make_settings, run_apus, write_note
-from support.tiny_gguf import write_tiny_gguf
 
 BIRDS = ("heron", "egret", "ibis", "stork", "crane", "bittern", "plover", "curlew", "dunlin")
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-model")
-    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
 @pytest.fixture

@@ -23,7 +23,6 @@ from apus.embed.local.crashes import MAX_CRASHES_IN_A_ROW
 from apus.memory import Memory
 from integration.helpers import run_apus, write_note
 from support.server_killer import ServerKiller, server_pids
-from support.tiny_gguf import write_tiny_gguf
 
 # Enough notes that embedding them takes many requests: the kill lands in the middle.
 NOTES = 60
@@ -34,12 +33,6 @@ NAMES = {
     signal.SIGSEGV: "SIGSEGV (segmentation fault)",
     signal.SIGABRT: "SIGABRT (aborted)",
 }
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-model")
-    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
 @pytest.fixture

@@ -25,7 +25,6 @@ from apus.index.shadow import shadow_dir
 from apus.index.store import Store
 from apus.memory import Memory
 from apus.search.engine import Searcher, SearchOptions
-from support.tiny_gguf import write_tiny_gguf
 
 from .helpers import (
     APUS,
@@ -186,12 +185,6 @@ def test_a_forced_rebuild_killed_half_way_leaves_the_old_index_serving(tmp_path:
 
 
 # -- with vectors (the tiny real GGUF behind the managed server) ------------------------------
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("models")
-    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
 @pytest.fixture

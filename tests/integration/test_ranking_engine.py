@@ -17,7 +17,6 @@ from apus.config import Settings, load_settings
 from apus.embed.providers import resolve_provider
 from apus.index.sync import Indexer
 from apus.search.engine import Searcher, SearchHit, SearchOptions, SearchResponse
-from support.tiny_gguf import write_tiny_gguf
 
 from .helpers import make_settings, run_apus, run_json, search_response, sync, write_note
 
@@ -331,12 +330,6 @@ def test_the_keyword_leg_asks_for_at_most_the_configured_candidates(tmp_path: Pa
 
 
 # -- hybrid with the tiny real GGUF ------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("models")
-    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from apus.config import Settings
 from apus.embed.providers import resolve_provider
 from apus.index.store import Store
 from apus.index.vectors import VectorIndex
-from support.tiny_gguf import write_tiny_gguf
 
 from .helpers import local_model_settings, search_response, write_note
 from .helpers import sync as sync_index
@@ -28,12 +27,6 @@ NOTES = {
     "network.md": "# Network\n\nThe router lives in the hallway closet next to the modem.\n",
     "bread.md": "# Bread\n\nBaked bread today, the crumb was open and the crust dark.\n",
 }
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("models")
-    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from apus import __version__
-from support.tiny_gguf import write_tiny_gguf
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -80,12 +79,6 @@ def binaries(
     )
     yield Binaries(onedir=onedir, onefile=onefiles[0])
     shutil.rmtree(dist, ignore_errors=True)  # about 250 MB; pytest keeps old tmp folders
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-model")
-    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
 @pytest.fixture(params=["onedir", "onefile"])

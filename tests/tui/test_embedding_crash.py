@@ -18,7 +18,6 @@ from apus.tui.state import BackgroundWork, ProviderView
 from apus.tui.widgets.status_bar import StatusBar
 from integration.helpers import run_apus
 from support.server_killer import ServerKiller, server_pids
-from support.tiny_gguf import write_tiny_gguf
 
 from .factory import SIZE, make_app, settle, write_vault
 
@@ -28,12 +27,6 @@ NOTES = {
     for number in range(60)
 }
 NOTES["notes/router.md"] = "# Router\n\nThe router sits in the hallway closet.\n"
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-model")
-    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
 def provider_text(app: ApusApp) -> str:

@@ -22,7 +22,9 @@ RECOVERY_ATTEMPTS = 40
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_model(  # our own copy: a test here moves the file away for a while
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
     folder = tmp_path_factory.mktemp("tiny-model")
     return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 

@@ -17,18 +17,11 @@ from apus.tui.screens.search import SearchScreen
 from apus.tui.screens.wizard import SetupScreen, WizardOptions
 from apus.tui.widgets.results import ResultList
 from support.fake_hub import TEST_REPO, TEST_REVISION, FakeHub, hub_manifest
-from support.tiny_gguf import write_tiny_gguf
 
 from .factory import SIZE, Recorder, fixed_hardware, make_app, settle
 
 REVISION = TEST_REVISION
 REPO = TEST_REPO
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-model")
-    return write_tiny_gguf(folder / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from apus.config import ProviderName, SearchSettings, update_config_file
-from apus.embed.base import ProbeResult, probe
+from apus.embed.base import PROBE_BUDGET_REMOTE_S, ProbeResult, probe
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
 from apus.embed.providers import is_remote, resolve_provider
 from apus.embedding_services import SERVICES
@@ -366,11 +366,6 @@ def key_in_environment(
     return KeyInEnvironment(choice.key_env, found)
 
 
-# A hosted service answers one short request well within this; a managed local server first
-# starts and loads its model, which the local provider's own startup budget bounds.
-REMOTE_TEST_SECONDS = 60.0
-
-
 def try_provider(choices: SetupChoices, base: SearchSettings | None = None) -> ProbeResult:
     """Embed one text with the chosen provider, as `status --deep` does, before saving.
 
@@ -378,10 +373,12 @@ def try_provider(choices: SetupChoices, base: SearchSettings | None = None) -> P
     for the first index). The result's error is redacted: a pasted key never appears in it.
     """
     settings = choices.search_settings(base)
+    # A managed local server first starts and loads its model, which its own startup budget
+    # bounds; a hosted service answers one short request well within the remote budget.
     timeout = (
-        float(settings.local.startup_timeout_seconds) + REMOTE_TEST_SECONDS
+        float(settings.local.startup_timeout_seconds) + PROBE_BUDGET_REMOTE_S
         if choices.provider == "local"
-        else min(REMOTE_TEST_SECONDS, settings.remote.timeout_seconds)
+        else min(PROBE_BUDGET_REMOTE_S, settings.remote.timeout_seconds)
     )
     resolution = resolve_provider(settings)
     embedder = resolution.embedder

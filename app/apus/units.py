@@ -1,4 +1,4 @@
-"""Quantities for people: one way to write a byte count everywhere Apus shows one."""
+"""Quantities for people: one way to write a byte count or a duration everywhere Apus shows one."""
 
 from __future__ import annotations
 
@@ -13,3 +13,14 @@ def human_size(num_bytes: int) -> str:
         if value < 1024 or unit == "GB":
             return f"{value:.1f} {unit}"
     return f"{value:.1f} GB"
+
+
+def human_duration(seconds: float) -> str:
+    """ "under a second", "42 s", "7 min", "2.5 h": as long as it reads at a glance."""
+    if seconds < 1:
+        return "under a second"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -124,6 +124,13 @@ class ProbeResult:
 
 
 PROBE_TEXT = "apus embedding probe"
+PROBE_BUDGET_REMOTE_S = 60.0  # a remote endpoint that takes longer than this is not usable
+PROBE_BUDGET_LOCAL_S = 300.0  # a cold local server may load a model from a slow disk first
+
+
+def probe_budget(remote: bool) -> float:
+    """Seconds a probe of a remote provider, or of the managed local server, may take."""
+    return PROBE_BUDGET_REMOTE_S if remote else PROBE_BUDGET_LOCAL_S
 
 
 def probe(

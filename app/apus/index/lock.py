@@ -15,11 +15,18 @@ from apus.errors import IndexBusyError
 def writer_elsewhere(index_dir: Path) -> int | None:
     """The pid of another live process holding the writer lock, read from its pid file
     without touching the lock (a reader must never make a writer's acquire fail)."""
+    pid = _read_pid(index_dir / _PID_FILE)
+    return pid if pid is not None and pid != os.getpid() and pid_alive(pid) else None
+
+
+_PID_FILE = "writer.pid"
+
+
+def _read_pid(pid_file: Path) -> int | None:
     try:
-        pid = int((index_dir / "writer.pid").read_text(encoding="utf-8").strip())
+        return int(pid_file.read_text(encoding="utf-8").strip())
     except (OSError, ValueError):
         return None
-    return pid if pid != os.getpid() and pid_alive(pid) else None
 
 
 class WriterLock:
@@ -28,7 +35,7 @@ class WriterLock:
     def __init__(self, index_dir: Path, vault: Path) -> None:
         index_dir.mkdir(parents=True, exist_ok=True)
         self._lock = filelock.FileLock(str(index_dir / "writer.lock"), timeout=0)
-        self._pid_file = index_dir / "writer.pid"
+        self._pid_file = index_dir / _PID_FILE
         self._vault = vault
 
     def __enter__(self) -> WriterLock:
@@ -44,8 +51,8 @@ class WriterLock:
         try:
             self._pid_file.write_text(str(os.getpid()), encoding="utf-8")
         except OSError:
-            # Only the busy message reads it; a full disk must not stop the writer here, but
-            # reach the step that says what is wrong.
+            # Only the busy message and status read it; a full disk must not stop the writer
+            # here, but reach the step that says what is wrong.
             self._pid_file.unlink(missing_ok=True)
         return self
 
@@ -67,7 +74,4 @@ class WriterLock:
         return False
 
     def _holder(self) -> int | None:
-        try:
-            return int(self._pid_file.read_text(encoding="utf-8").strip())
-        except (OSError, ValueError):
-            return None
+        return _read_pid(self._pid_file)

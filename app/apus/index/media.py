@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from apus.embed.base import EmbeddingIdentity
+from apus.embed.local.filehash import file_sha256
 from apus.embed.media import (
     MEDIA_TYPES,
     MediaSkipped,
@@ -194,7 +195,7 @@ def embed_media_chunks(
             cached += 1
         else:
             path = Path(os.path.normpath(vault / chunk.path))
-            if _sha256(path) != record.sha256:
+            if _sha256_or_empty(path) != record.sha256:
                 continue
             try:
                 fresh = [(cache_key, embedder.embed_media(path)[0])]
@@ -207,12 +208,8 @@ def embed_media_chunks(
     return MediaVectors(embedded, cached)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def _sha256_or_empty(path: Path) -> str:
     try:
-        with path.open("rb") as handle:
-            while block := handle.read(1 << 20):
-                digest.update(block)
-    except OSError:
+        return file_sha256(path)
+    except OSError:  # gone or unreadable since the scan: no vector until the next sync
         return ""
-    return digest.hexdigest()

@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from apus.config import SearchSettings, Settings
-from apus.embed.base import Embedder, probe
+from apus.embed.base import Embedder, probe, probe_budget
 from apus.embed.local.catalog import get_manifest
 from apus.embed.local.download import DownloadError, model_path, verify_model_file
 from apus.embed.providers import is_remote, known_failure, resolve_provider
 from apus.errors import ConfigError
 from apus.index.store import Store
 from apus.memory.doctor_report import Check
-from apus.memory.embeddings import PROBE_BUDGET_LOCAL_S, PROBE_BUDGET_REMOTE_S
+from apus.units import human_duration
 from apus.vault.text import count_tokens
 
 # What the speed is measured on: note-like prose, a few requests' worth for a local model.
@@ -78,7 +78,7 @@ def _measure(settings: Settings, embedder: Embedder, facts: dict[str, Any]) -> C
     if stopped is not None:
         return Check("embedding", False, stopped.reason, stopped.fix or "", facts)
     remote = is_remote(settings.search.provider)
-    budget = PROBE_BUDGET_REMOTE_S if remote else PROBE_BUDGET_LOCAL_S
+    budget = probe_budget(remote)
     if not remote:  # start (or attach to) the server first: loading is not embedding speed
         warm = probe(embedder, budget)
         if not warm.ok:
@@ -150,12 +150,4 @@ def _rounded(seconds: float | None) -> float | None:
 
 
 def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "an unknown time"
-    if seconds < 1:
-        return "under a second"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+    return "an unknown time" if seconds is None else human_duration(seconds)

@@ -5,16 +5,13 @@ from __future__ import annotations
 import os
 
 from apus.config import Settings
-from apus.embed.base import EmbeddingError, probe
+from apus.embed.base import EmbeddingError, probe, probe_budget
 from apus.embed.providers import ProviderResolution, is_remote, known_failure
 from apus.index.lock import writer_elsewhere
 from apus.index.progress import SyncProgress
 from apus.index.status import EmbeddingsState
 from apus.index.store import Store
 from apus.search.vector_leg import ProviderVectorLeg
-
-PROBE_BUDGET_REMOTE_S = 60.0  # a remote endpoint that takes longer than this is not usable
-PROBE_BUDGET_LOCAL_S = 300.0  # a cold local server may load a model from a slow disk first
 
 
 def embeddings_state(
@@ -102,7 +99,7 @@ def _with_probe(
 ) -> EmbeddingsState:
     embedder = provider.embedder
     assert embedder is not None
-    budget = PROBE_BUDGET_REMOTE_S if is_remote(settings.search.provider) else PROBE_BUDGET_LOCAL_S
+    budget = probe_budget(is_remote(settings.search.provider))
     budget = float(os.environ.get("APUS_PROBE_TIMEOUT_S", budget))
     result = probe(embedder, budget)
     cache_entries = None

@@ -125,8 +125,8 @@ def merge_legs(
     the method: there is nothing to fuse, and recency and importance weigh against them.
     """
     if method == "rrf" and vector is not None and text is not None:
-        v_norm = normalise_ranks(vector or {}, rrf_k)
-        t_norm = normalise_ranks(text or {}, rrf_k)
+        v_norm = normalise_ranks(vector, rrf_k)
+        t_norm = normalise_ranks(text, rrf_k)
     else:
         v_norm = normalise_vector_scores(vector or {})
         t_norm = normalise_text_scores(text or {})

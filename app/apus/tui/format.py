@@ -6,6 +6,8 @@ import datetime as dt
 import re
 from pathlib import Path
 
+from apus.units import human_duration
+
 # A heading, list or quote marker. Snippets arrive with their newlines already collapsed, so
 # any such marker standing alone between spaces counts (a spaced dash reads fine as "·").
 _LINE_MARKER = re.compile(r"(?:^|(?<=\s))(?:#{1,6}|[-*+>])[ \t\n]+")
@@ -21,11 +23,7 @@ def eta_text(seconds: float | None) -> str:
         return ""
     if seconds < 1:
         return "almost done"
-    if seconds < 60:
-        return f"{seconds:.0f} s left"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f} min left"
-    return f"{seconds / 3600:.1f} h left"
+    return f"{human_duration(seconds)} left"
 
 
 def home_relative(path: Path | str) -> str:

@@ -138,7 +138,9 @@ class ManagedServer:
         self._healthy_instance = ""  # the server that answered a request last
         self._crash: CrashRecord | None = None  # the crash this handle last saw
         self._client_file: Path | None = None
-        self._crashes = 0
+        # Failed starts and crashes seen by this handle, for the restart backoff (the
+        # ledger counts crashes across processes, for giving up).
+        self._failures_in_a_row = 0
         self._not_before = 0.0
         self._last_error: EmbeddingUnavailable | None = None
         self._status = "stopped"
@@ -177,7 +179,7 @@ class ManagedServer:
                 self.crashes.clear()
                 self._crash = None
                 self._healthy_instance = instance
-            self._crashes = 0
+            self._failures_in_a_row = 0
             self._status = "running"
 
     def request_failed(self) -> None:
@@ -209,7 +211,7 @@ class ManagedServer:
         with self._thread_lock:
             self.crashes.clear()
             self._crash = None
-            self._crashes = 0
+            self._failures_in_a_row = 0
             self._not_before = 0.0
             if self._status in ("crashed", "gave-up"):
                 self._status = "stopped"
@@ -274,7 +276,7 @@ class ManagedServer:
         if end is None:
             return  # it stopped by itself (idle, or no client left) and said so
         self._crash = self.crashes.record(end)
-        self._crashes += 1
+        self._failures_in_a_row += 1
         backoff = self._backoff()
         self._not_before = max(self._not_before, time.monotonic() + backoff)
         self._status = "crashed"
@@ -325,7 +327,7 @@ class ManagedServer:
                 log.error("embedding server did not start: %s", exc.reason)
                 self._last_error = exc
                 self._status = "failed"
-                self._crashes += 1
+                self._failures_in_a_row += 1
                 self._not_before = time.monotonic() + self._backoff()
                 raise
             self._last_error = None
@@ -569,7 +571,7 @@ class ManagedServer:
             self._client_file = None
 
     def _backoff(self) -> float:
-        return min(2.0 ** max(self._crashes - 1, 0), _BACKOFF_CAP_S)
+        return min(2.0 ** max(self._failures_in_a_row - 1, 0), _BACKOFF_CAP_S)
 
     def _log_file(self) -> Path:
         return paths.log_dir() / f"embed-server-{self._key}.log"

@@ -6,21 +6,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from support.tiny_gguf import write_tiny_gguf
-
 from .helpers import run_apus, write_note
 
 ROW = r"\s+(?P<seconds>[\d.]+)\s+(?P<rate>\d+)\s+(?P<share>[\d.]+)\s"
 
 
-def test_the_embed_benchmark_prints_a_row_per_configuration(tmp_path: Path) -> None:
+def test_the_embed_benchmark_prints_a_row_per_configuration(
+    tmp_path: Path, tiny_model: Path
+) -> None:
     corpus = tmp_path / "corpus"
     for number in range(6):
         body = " ".join(f"word{number}x{i}" for i in range(40 * (number + 1)))
         write_note(corpus, f"notes/n{number}.md", f"# Note {number}\n\n{body}\n")
-    model = write_tiny_gguf(tmp_path / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
     out = run_apus(
-        "bench", "embed", "--model", model, "--corpus", corpus, "--rounds", "2", timeout=300
+        "bench", "embed", "--model", tiny_model, "--corpus", corpus, "--rounds", "2", timeout=300
     ).stdout
     header = re.search(r"^6 files, (\d+) chunks, (\d+) tokens \(longest (\d+)\)", out, re.M)
     assert header, out

@@ -13,7 +13,6 @@ from apus.index.embedding import embed_order
 from apus.index.progress import SyncProgress
 from apus.index.store import Store
 from apus.memory import Memory
-from support.tiny_gguf import write_tiny_gguf
 
 from .helpers import local_model_settings, write_note
 
@@ -40,12 +39,13 @@ EXPECTED = [
 REST = {"archive/alpha.md", "notes/zeta.md", "memory/USER.md"}
 
 
-def test_a_sync_embeds_in_priority_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sync_embeds_in_priority_order(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     vault = tmp_path / "vault"
     for rel, text in NOTES.items():
         write_note(vault, rel, text)
-    model = write_tiny_gguf(tmp_path / "tiny-embeddinggemma.gguf", name="tiny-embeddinggemma")
-    settings = local_model_settings(vault, model, monkeypatch)
+    settings = local_model_settings(vault, tiny_model, monkeypatch)
     # One chunk per checkpoint, so every progress event names exactly one chunk.
     monkeypatch.setattr(vectors, "EMBED_BATCH_CHUNKS", 1)
     embedded_paths: list[str] = []

@@ -127,12 +127,14 @@ class TemporalDecaySettings(_Section):
 
 class HybridSettings(_Section):
     enabled: bool = True
-    vector_weight: float = 0.7
-    text_weight: float = 0.3
+    # Unset: by the embedding model's family (apus.search.hybrid.FAMILY_VECTOR_WEIGHTS);
+    # one set alone: the other is what is left of 1.
+    vector_weight: float | None = None
+    text_weight: float | None = None
     # How the legs' scores meet (apus.search.hybrid): "weighted" scores, or "rrf" ranks.
     # SciFact train, 1,000 docs, MiniLM hybrid nDCG@10 odd/even: weighted 0.851/0.829, rrf
     # 0.843/0.813 (k 20: 0.845/0.813); EmbeddingGemma Q4_0, 600 docs: 0.962 vs rrf 0.935.
-    merge: Literal["weighted", "rrf"] = "weighted"
+    merge: Literal["weighted", "zscore", "rrf"] = "weighted"
     rrf_k: int = Field(60, ge=1, le=10_000)
     mmr: MmrSettings = MmrSettings()
     temporal_decay: TemporalDecaySettings = TemporalDecaySettings()

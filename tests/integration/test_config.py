@@ -44,7 +44,8 @@ def test_defaults_without_file_or_environment(tmp_path: Path) -> None:
     assert (search.chunking.tokens, search.chunking.overlap) == (400, 80)
     assert search.query.max_results == 10
     assert search.query.min_score == 0.35
-    assert (search.query.hybrid.vector_weight, search.query.hybrid.text_weight) == (0.7, 0.3)
+    # Unset: the merge weighs the legs by the embedding model's family.
+    assert (search.query.hybrid.vector_weight, search.query.hybrid.text_weight) == (None, None)
     assert search.query.hybrid.mmr.lambda_ == 0.7
     assert search.query.hybrid.temporal_decay.half_life_days == 30.0
     assert search.sync.max_file_bytes == 5 * 1024 * 1024

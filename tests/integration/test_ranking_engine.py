@@ -368,6 +368,7 @@ def _hybrid_search(settings: Settings, query: str, **options: object) -> SearchR
 
 
 def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> None:
+    # The tiny test model belongs to no known family: equal weights.
     response = _hybrid_search(hybrid, "router closet", min_score=0.0, limit=50)
     assert response.legs["keyword"].ran and response.legs["vector"].ran
     assert response.legs["vector"].candidates == 24  # every chunk: fewer than 200
@@ -378,11 +379,39 @@ def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> 
     for hit in hits:
         e = hit.explain
         assert e.vector_raw is not None
-        assert e.merged == pytest.approx(0.7 * e.vector_norm + 0.3 * e.text_norm)
+        assert e.merged == pytest.approx(0.5 * e.vector_norm + 0.5 * e.text_norm)
         assert hit.score == pytest.approx(e.merged * e.recency * e.importance, abs=1e-5)
 
 
-@pytest.mark.parametrize("merge", ["weighted", "rrf"])
+@pytest.mark.parametrize(
+    ("environment", "weights"),
+    [
+        ({}, (0.99, 0.01)),  # the tiny model's name makes it EmbeddingGemma: its weights
+        ({"QUERY__HYBRID__VECTORWEIGHT": "0.7"}, (0.7, 0.3)),  # one set: the rest for the other
+        ({"QUERY__HYBRID__TEXTWEIGHT": "0.4"}, (0.6, 0.4)),
+    ],
+)
+def test_the_weights_follow_the_model_family_unless_set(
+    hybrid: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    environment: dict[str, str],
+    weights: tuple[float, float],
+) -> None:
+    monkeypatch.delenv("APUS_MEMORY__SEARCH__QUERY__HYBRID__VECTORWEIGHT")
+    for key, value in environment.items():
+        monkeypatch.setenv(f"APUS_MEMORY__SEARCH__{key}", value)
+    settings = load_settings()
+    response = _hybrid_search(settings, "router closet", min_score=0.0, limit=50, mmr=False)
+    assert response.legs["vector"].ran
+    both = [hit for hit in response.hits if hit.explain.text_raw is not None]
+    assert both
+    wv, wt = weights
+    for hit in response.hits:
+        e = hit.explain
+        assert e.merged == pytest.approx(wv * e.vector_norm + wt * e.text_norm)
+
+
+@pytest.mark.parametrize("merge", ["weighted", "zscore", "rrf"])
 def test_hybrid_merge_setting_chooses_scores_or_ranks(
     hybrid: Settings, monkeypatch: pytest.MonkeyPatch, merge: str
 ) -> None:
@@ -399,7 +428,14 @@ def test_hybrid_merge_setting_chooses_scores_or_ranks(
     assert len(keyword) == 2 and len(by_vector) == 24
     for hit in hits:
         e = hit.explain
-        assert e.merged == pytest.approx(0.7 * e.vector_norm + 0.3 * e.text_norm)
+        assert e.merged == pytest.approx(0.5 * e.vector_norm + 0.5 * e.text_norm)
+    if merge == "zscore":  # both legs in standard deviations, on one shared scale
+        assert max(max(h.explain.vector_norm, h.explain.text_norm) for h in hits) == 1.0
+        assert by_vector[-1].explain.vector_norm == pytest.approx(0.0)
+        assert max(hit.explain.vector_norm for hit in hits) == pytest.approx(
+            by_vector[0].explain.vector_norm
+        )
+        return
     if merge == "rrf":  # each leg's n-th best scores (k + 1) / (k + n), with k = 10
         for rank, hit in enumerate(by_vector, start=1):
             assert hit.explain.vector_norm == pytest.approx(11 / (10 + rank))

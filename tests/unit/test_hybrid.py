@@ -8,8 +8,11 @@ import pytest
 
 from apus.search.hybrid import (
     MergedScore,
+    is_identifier_lookup,
+    leg_weights,
     merge_legs,
     normalise_ranks,
+    normalise_spreads,
     normalise_text_scores,
     normalise_vector_scores,
     normalise_weights,
@@ -25,8 +28,8 @@ from apus.search.hybrid import (
         (2.0, 0.5, (2 / 3, 1 / 3)),  # 2.0 clamps to 1.0 before rescaling
         (-1.0, 0.4, (0.0, 1.0)),
         (0.6, -5.0, (1.0, 0.0)),
-        (0.0, 0.0, (0.7, 0.3)),  # nothing to rescale: documented defaults
-        (-3.0, -1.0, (0.7, 0.3)),
+        (0.0, 0.0, (0.5, 0.5)),  # nothing to rescale: equal weights
+        (-3.0, -1.0, (0.5, 0.5)),
         (math.nan, 0.5, (0.0, 1.0)),
     ],
 )
@@ -34,6 +37,52 @@ def test_normalise_weights(
     vector_weight: float, text_weight: float, expected: tuple[float, float]
 ) -> None:
     assert normalise_weights(vector_weight, text_weight) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("vector_weight", "text_weight", "family", "expected"),
+    [
+        (None, None, "embeddinggemma", (0.99, 0.01)),  # measured per family
+        (None, None, "none", (0.5, 0.5)),
+        (None, None, "", (0.5, 0.5)),  # unknown family
+        (0.7, None, "embeddinggemma", (0.7, 0.3)),  # one weight set: the other is the rest
+        (None, 0.2, "none", (0.8, 0.2)),
+        (0.6, 0.6, "embeddinggemma", (0.5, 0.5)),  # both set: rescaled as always
+        (1.5, None, "", (1.0, 0.0)),
+    ],
+)
+def test_leg_weights_come_from_the_settings_else_the_model_family(
+    vector_weight: float | None,
+    text_weight: float | None,
+    family: str,
+    expected: tuple[float, float],
+) -> None:
+    assert leg_weights(vector_weight, text_weight, family) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("query", "lookup"),
+    [
+        ("JIRA-4821", True),
+        ("gateway-host", True),
+        ("k3s", True),
+        ("ssh `gateway-host`", True),
+        ("4821", True),
+        ("notes/2026-11-20.md", True),
+        ("router", False),
+        ("home router", False),
+        ("where is JIRA-4821 tracked", False),  # a question, not a lookup
+        ("", False),
+    ],
+)
+def test_identifier_lookups(query: str, lookup: bool) -> None:
+    assert is_identifier_lookup(query) is lookup
+
+
+def test_an_identifier_lookup_leans_on_exact_words_unless_weights_are_set() -> None:
+    assert leg_weights(None, None, "embeddinggemma", "JIRA-4821") == pytest.approx((0.3, 0.7))
+    assert leg_weights(None, None, "embeddinggemma", "jira ticket") == pytest.approx((0.99, 0.01))
+    assert leg_weights(0.8, None, "embeddinggemma", "JIRA-4821") == pytest.approx((0.8, 0.2))
 
 
 def test_vector_scores_are_rescaled_over_the_candidates() -> None:
@@ -146,4 +195,39 @@ def test_rrf_merge_leaves_a_lone_leg_its_scores() -> None:
     alone = merge_legs(None, {"b": 6.0, "c": 3.0}, 0.7, 0.3, method="rrf")
     assert alone["c"].merged == pytest.approx(0.5)
     vector_alone = merge_legs({"a": 0.8, "b": 0.4, "c": 0.2}, None, 0.7, 0.3, method="rrf")
+    assert vector_alone["b"].merged == pytest.approx(1 / 3)
+
+
+def test_spreads_are_standard_deviations_above_the_floor_on_one_shared_scale() -> None:
+    # vector: mean 2, sd sqrt(2/3) -> a 2/sd = 2.449, b 1/sd = 1.225, c 0
+    # text: mean 5, sd 5 -> b 2, d 0; both divided by the larger best, 2.449
+    v, t = normalise_spreads({"a": 3.0, "b": 2.0, "c": 1.0}, {"b": 10.0, "d": 0.0})
+    assert v == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0})
+    assert t == pytest.approx({"b": 2 / math.sqrt(6), "d": 0.0})
+    # No spread to measure (one candidate, or all equal): one unit above the floor.
+    assert normalise_spreads({"a": 0.4}, {"b": 2.0, "c": 2.0}) == ({"a": 1.0}, {"b": 1.0, "c": 1.0})
+    assert normalise_spreads({}, {}) == ({}, {})
+    assert normalise_spreads({"a": math.nan, "b": 0.5}, {})[0] == pytest.approx({"a": 0, "b": 1})
+
+
+def test_zscore_merge_lets_the_leg_whose_best_stands_out_lead() -> None:
+    # The vector leg's best hit stands far above a crowd of alike candidates; the keyword
+    # leg's candidates all score about the same (common words). Dividing BM25 by its best
+    # puts that crowd near 1, so the weighted merge lets it win; in standard deviations the
+    # keyword crowd is flat and the vector's standout leads.
+    vector = {"x": 0.70, **{f"n{i:02}": 0.50 - 0.001 * i for i in range(40)}}
+    text = {"n20": 10.5, **{f"n{i:02}": 10.0 - 0.01 * i for i in range(21, 40)}}
+    spread = merge_legs(vector, text, 0.5, 0.5, method="zscore")
+    assert max(spread.values(), key=lambda m: m.merged).key == "x"
+    for m in spread.values():
+        assert m.merged == pytest.approx(0.5 * m.vector_norm + 0.5 * m.text_norm)
+        assert 0.0 <= m.vector_norm <= 1.0 and 0.0 <= m.text_norm <= 1.0
+    weighted = merge_legs(vector, text, 0.5, 0.5, method="weighted")
+    assert max(weighted.values(), key=lambda m: m.merged).key == "n20"
+
+
+def test_zscore_merge_leaves_a_lone_leg_its_scores() -> None:
+    alone = merge_legs(None, {"b": 6.0, "c": 3.0}, 0.7, 0.3, method="zscore")
+    assert alone["c"].merged == pytest.approx(0.5)
+    vector_alone = merge_legs({"a": 0.8, "b": 0.4, "c": 0.2}, None, 0.7, 0.3, method="zscore")
     assert vector_alone["b"].merged == pytest.approx(1 / 3)

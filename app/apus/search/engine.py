@@ -26,7 +26,7 @@ from apus.index.media import MediaFacts, is_media_path, media_facts
 from apus.index.note_filter import NoteFilter
 from apus.index.store import ChunkRecord, Store
 from apus.index.vectors import VectorIndexError
-from apus.search.hybrid import MergedScore, merge_legs
+from apus.search.hybrid import MergedScore, leg_weights, merge_legs
 from apus.search.mmr import mmr_order
 from apus.search.ranking import (
     PathTier,
@@ -145,6 +145,7 @@ class _VectorStart:
     future: Future[tuple[dict[int, float] | None, LegReport]] | None
     report: LegReport
     failure: ProviderUnavailableError | None = None
+    family: str = ""  # the embedding model's family, when the leg runs
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,7 @@ class _Legs:
     vector: dict[int, float] | None
     reports: dict[str, LegReport]
     admitted: Admitted | None = None  # None: no filter
+    family: str = ""  # the embedding model's family, which weighs the legs
 
 
 class Searcher:
@@ -242,7 +244,7 @@ class Searcher:
                 yield self._response(query, terms, legs, options, started)
             return
         vector_hits, reports["vector"] = start.future.result()
-        legs = _Legs(text_hits, vector_hits, reports, admitted)
+        legs = _Legs(text_hits, vector_hits, reports, admitted, start.family)
         yield self._response(query, terms, legs, options, started)
 
     def admitted(self, filters: NoteFilter) -> Admitted | None:
@@ -387,7 +389,7 @@ class Searcher:
         if available.usable:
             allowed = None if admitted is None else admitted.chunks
             future = self._pool.submit(self._vector_leg, query, k, allowed)
-            return _VectorStart(future, LegReport(False, "pending"))
+            return _VectorStart(future, LegReport(False, "pending"), family=available.family)
         failure = None
         if available.provider_failed and self.strict:
             failure = self._unavailable(available.reason, available.fix)
@@ -454,11 +456,14 @@ class Searcher:
     def _candidates(self, query: str, legs: _Legs, options: SearchOptions) -> list[_Candidate]:
         """Every chunk either leg found, plus the notes the query names, with their factors."""
         hybrid = self.settings.search.query.hybrid
+        vector_weight, text_weight = leg_weights(
+            hybrid.vector_weight, hybrid.text_weight, legs.family, query
+        )
         merged = merge_legs(
             legs.vector,
             legs.text,
-            hybrid.vector_weight,
-            hybrid.text_weight,
+            vector_weight,
+            text_weight,
             method=hybrid.merge,
             rrf_k=hybrid.rrf_k,
         )

@@ -32,6 +32,9 @@ class VectorAvailability:
     reason: str = ""
     fix: str = ""
     provider_failed: bool = False
+    # The embedding model's family (its prefix scheme, e.g. "embeddinggemma"; "" unknown):
+    # the merge weighs the legs by it when the settings name no weights.
+    family: str = ""
 
 
 class VectorLeg(Protocol):
@@ -108,7 +111,9 @@ class ProviderVectorLeg:
         if decision is None:
             return VectorAvailability(False, NOT_INDEXED, NOT_INDEXED_FIX)
         if decision.action == "serve":
-            return VectorAvailability(True)
+            identity = self.identity()
+            family = identity.prefix_scheme.split("@", 1)[0] if identity is not None else ""
+            return VectorAvailability(True, family=family)
         if decision.action == "pause":
             return VectorAvailability(False, decision.reason, decision.fix)
         # fresh (first build) or reembed (prefixes changed): vectors are on their way.

@@ -24,10 +24,11 @@ DEFAULT_RRF_K = 60
 # SciFact train, full corpus, nDCG@10 odd / even (`apus eval --split`):
 # - EmbeddingGemma Q4_0: vector 0.912 / 0.890, keyword 0.724 / 0.686; every weight that lets
 #   the keyword leg reorder more than the vector leg's near-ties loses to vector alone (0.9:
-#   -0.001 / -0.005, 0.7: -0.020 / -0.020), 0.99 ties or beats it (+0.0005 / +0.0001).
+#   -0.001 / -0.005, 0.7: -0.020 / -0.020); 0.99: hybrid 0.9135 / 0.8898, ties or beats it.
 FAMILY_VECTOR_WEIGHTS: dict[str, float] = {"embeddinggemma": 0.99}
-# - any other model (all-MiniLM-L6-v2 measured: vector 0.680 / 0.650, keyword 0.725 / 0.687):
-#   equal weights, best on the odd half among 0.4-0.9, +0.026 over keyword on the even half.
+# - any other model (all-MiniLM-L6-v2 measured: vector 0.678 / 0.648, keyword 0.724 / 0.686):
+#   equal weights, best on the odd half among 0.4-0.9; hybrid 0.7665 / 0.7124 (+0.043 /
+#   +0.027 over keyword; 0.7 / 0.3 gave 0.7315 / 0.6868).
 OTHER_VECTOR_WEIGHT = 0.5
 # A query that is one or two words, one of them an identifier (`JIRA-4821`, `gateway-host`,
 # `k3s`), looks a thing up by name: exact words lead whatever the model. SciFact has no such

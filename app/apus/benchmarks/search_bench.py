@@ -91,11 +91,11 @@ class _TimedVectorLeg:
     def availability(self) -> VectorAvailability:
         return VectorAvailability(True)
 
-    def search(self, query: str, k: int) -> dict[int, float]:
+    def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> dict[int, float]:
         started = time.perf_counter()
         vector = self.embedder.embed([self.embedder.query_text(query)], kind="query")[0]
         self.last_embed_ms = (time.perf_counter() - started) * 1000
-        return nearest(self.vectors, vector, k)
+        return nearest(self.vectors, vector, k, allowed)
 
     def close(self) -> None:
         self.embedder.close()

@@ -17,6 +17,12 @@ SAMPLE_VAULT = REPO_ROOT / "assets" / "sample-vault"
 TINY_MODEL_WEIGHT_VARIABLE = "APUS_MEMORY__SEARCH__QUERY__HYBRID__VECTORWEIGHT"
 
 
+@pytest.fixture
+def family_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The product's own merge weights (by model family) instead of the tests' fixed 0.5."""
+    monkeypatch.delenv(TINY_MODEL_WEIGHT_VARIABLE)
+
+
 @pytest.fixture(autouse=True)
 def isolated_dirs(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

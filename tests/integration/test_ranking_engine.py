@@ -393,11 +393,11 @@ def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> 
 )
 def test_the_weights_follow_the_model_family_unless_set(
     hybrid: Settings,
+    family_weights: None,
     monkeypatch: pytest.MonkeyPatch,
     environment: dict[str, str],
     weights: tuple[float, float],
 ) -> None:
-    monkeypatch.delenv("APUS_MEMORY__SEARCH__QUERY__HYBRID__VECTORWEIGHT")
     for key, value in environment.items():
         monkeypatch.setenv(f"APUS_MEMORY__SEARCH__{key}", value)
     settings = load_settings()

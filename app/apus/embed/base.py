@@ -30,6 +30,11 @@ class EmbeddingIdentity:
     prefix_scheme: str
     dims: int
 
+    @property
+    def family(self) -> str:
+        """The model family: the prefix scheme's name without its version (`name@version`)."""
+        return self.prefix_scheme.split("@", 1)[0]
+
     def key(self) -> str:
         """A stable short hash of every field (used in cache keys and index meta)."""
         canonical = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))

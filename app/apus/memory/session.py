@@ -190,14 +190,11 @@ class Memory:
         # Trigger vectors are looked up by identity key, so a stale or missing set simply
         # leaves recall to keywords; no identity check (a request, for remote providers).
         embedder = self.provider.embedder
-        # Recall weighs a trigger's cosine against its word coverage with its own default
-        # unless the settings name a vector weight.
         weight = self.settings.search.query.hybrid.vector_weight
-        extra = {} if weight is None else {"vector_weight": weight}
         store = Store(self.index_dir, readonly=True)
         try:
             try:
-                return recall(store, message, embedder=embedder, **extra)
+                return recall(store, message, embedder=embedder, vector_weight=weight)
             except EmbeddingError:
                 return recall(store, message, embedder=None)
         finally:

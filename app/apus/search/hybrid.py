@@ -70,16 +70,16 @@ def leg_weights(
     """The weights a query merges with: the configured ones (one of them alone means the
     other is what is left of 1), else `LOOKUP_VECTOR_WEIGHT` for an identifier lookup, else
     the model family's (`FAMILY_VECTOR_WEIGHTS`)."""
-    if vector_weight is None and text_weight is None:
-        if is_identifier_lookup(query):
-            vector_weight = LOOKUP_VECTOR_WEIGHT
-        else:
-            vector_weight = FAMILY_VECTOR_WEIGHTS.get(family, OTHER_VECTOR_WEIGHT)
-    if text_weight is None:
-        text_weight = 1.0 - _unit(vector_weight)  # type: ignore[arg-type]
-    if vector_weight is None:
-        vector_weight = 1.0 - _unit(text_weight)
-    return normalise_weights(vector_weight, text_weight)
+    if vector_weight is not None and text_weight is not None:
+        return normalise_weights(vector_weight, text_weight)
+    if vector_weight is not None:
+        return normalise_weights(vector_weight, 1.0 - _unit(vector_weight))
+    if text_weight is not None:
+        return normalise_weights(1.0 - _unit(text_weight), text_weight)
+    if is_identifier_lookup(query):
+        return LOOKUP_VECTOR_WEIGHT, 1.0 - LOOKUP_VECTOR_WEIGHT
+    weight = FAMILY_VECTOR_WEIGHTS.get(family, OTHER_VECTOR_WEIGHT)
+    return weight, 1.0 - weight
 
 
 def normalise_vector_scores(scores: Mapping[K, float]) -> dict[K, float]:

@@ -43,8 +43,12 @@ def recall(
     message: str,
     *,
     embedder: Embedder | None = None,
-    vector_weight: float = 0.7,
+    vector_weight: float | None = None,
 ) -> list[RecallEntry]:
+    """Up to three trigger entries of MEMORY.md / USER.md that match `message`; a trigger's
+    cosine and its word coverage are mixed by `vector_weight` (None: 0.7, meaning first)."""
+    if vector_weight is None:
+        vector_weight = 0.7
     message_terms = {token.term for token in tokenize(message)}
     if not message_terms:
         return []

@@ -112,8 +112,7 @@ class ProviderVectorLeg:
             return VectorAvailability(False, NOT_INDEXED, NOT_INDEXED_FIX)
         if decision.action == "serve":
             identity = self.identity()
-            family = identity.prefix_scheme.split("@", 1)[0] if identity is not None else ""
-            return VectorAvailability(True, family=family)
+            return VectorAvailability(True, family=identity.family if identity else "")
         if decision.action == "pause":
             return VectorAvailability(False, decision.reason, decision.fix)
         # fresh (first build) or reembed (prefixes changed): vectors are on their way.

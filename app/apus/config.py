@@ -123,6 +123,9 @@ class MmrSettings(_Section):
 class TemporalDecaySettings(_Section):
     enabled: bool = True
     half_life_days: float = Field(30.0, gt=0)
+    # The share of a result's score that recency never takes away (apus.search.ranking.
+    # recency_weight): 0 multiplies by the decay itself, 1 turns recency off.
+    floor: float = Field(0.8, ge=0.0, le=1.0)
 
 
 class HybridSettings(_Section):

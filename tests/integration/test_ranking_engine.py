@@ -30,6 +30,7 @@ EXPLAIN_KEYS = {
     "text_norm",
     "merged",
     "recency",
+    "recency_weight",
     "importance",
     "tier",
     "mmr_position",
@@ -90,8 +91,10 @@ def test_recency_halves_every_30_days_and_memory_is_evergreen(tmp_path: Path) ->
     assert found[month].explain.recency == pytest.approx(0.5)
     assert found[old].explain.recency == pytest.approx(0.25)
     assert found["MEMORY.md"].score == found[today].score == 1.0
-    assert found[month].score / found[today].score == pytest.approx(0.5, abs=1e-5)
-    assert found[old].score / found[today].score == pytest.approx(0.25, abs=1e-5)
+    # The shipped floor (0.8): a score keeps 0.8 + 0.2·decay of its relevance.
+    assert found[month].explain.recency_weight == pytest.approx(0.9)
+    assert found[month].score / found[today].score == pytest.approx(0.9, abs=1e-5)
+    assert found[old].score / found[today].score == pytest.approx(0.85, abs=1e-5)
 
     flat = _search(settings, "greenhouse heater", recency=False).hits
     assert len(flat) == 4
@@ -105,10 +108,63 @@ def test_recency_follows_the_configured_half_life_and_switch(tmp_path: Path) -> 
     write_note(vault, f"daily/{_days_ago(60)}.md", GREENHOUSE)
     slow = _indexed(vault, memory__search__query__hybrid__temporalDecay__halfLifeDays=60)
     found = _by_path(_search(slow, "greenhouse heater").hits)
-    assert found[f"daily/{_days_ago(60)}.md"].score == pytest.approx(0.5, abs=1e-5)
+    assert found[f"daily/{_days_ago(60)}.md"].explain.recency == pytest.approx(0.5)
+    assert found[f"daily/{_days_ago(60)}.md"].score == pytest.approx(0.9, abs=1e-5)
+
+    # Floor 0 is the plain multiplication by the decay (the seed's literal rule).
+    plain = make_settings(vault, memory__search__query__hybrid__temporalDecay__floor=0)
+    found = _by_path(_search(plain, "greenhouse heater").hits)
+    assert found[f"daily/{_days_ago(60)}.md"].score == pytest.approx(0.25, abs=1e-5)
 
     off = make_settings(vault, memory__search__query__hybrid__temporalDecay__enabled=False)
     assert {hit.score for hit in _search(off, "greenhouse heater").hits} == {1.0}
+
+
+def test_an_old_note_that_answers_ranks_above_recent_notes_that_match_weakly(
+    tmp_path: Path,
+) -> None:
+    """Two years of daily notes: the decision is in the oldest; recent notes mention one of
+    the query's words each. Recency orders comparable matches, it does not bury the answer."""
+    vault = tmp_path / "vault"
+    answer = f"daily/{_days_ago(730)}.md"
+    write_note(vault, answer, "# Standup\n\nWe decided the office VPN moves to WireGuard.\n")
+    for days in range(1, 11):
+        write_note(vault, f"daily/{_days_ago(days)}.md", f"# Day {days}\n\nThe office was quiet.\n")
+    settings = _indexed(vault)
+
+    hits = _search(settings, "what did we decide about the office VPN", mmr=False).hits
+    assert hits[0].path == answer
+    assert hits[0].explain.recency == pytest.approx(0.5 ** (730 / 30))
+    assert hits[0].explain.recency_weight == pytest.approx(0.8, abs=1e-6)
+    assert all(hit.score > 0 for hit in hits)
+    # Among the weak matches (one word each, equally relevant) the newest comes first.
+    weak = [hit.path for hit in hits[1:]]
+    assert weak == sorted(weak, reverse=True)
+
+    # The seed's literal multiplication is one setting away, and buries it as it did.
+    plain = make_settings(vault, memory__search__query__hybrid__temporalDecay__floor=0)
+    buried = _search(plain, "what did we decide about the office VPN", mmr=False).hits
+    assert buried[-1].path == answer
+    # Even decayed by 2^-24 the score still tells the result apart from nothing.
+    assert 0 < buried[-1].score < 1e-6
+
+
+def test_min_score_judges_relevance_not_age(tmp_path: Path) -> None:
+    """A strong match from years ago passes a threshold its decayed score would not."""
+    vault = tmp_path / "vault"
+    old = f"daily/{_days_ago(900)}.md"
+    write_note(vault, old, GREENHOUSE)
+    write_note(vault, f"daily/{TODAY}.md", "# Today\n\nThe greenhouse door sticks.\n")
+    plain = _indexed(vault, memory__search__query__hybrid__temporalDecay__floor=0)
+    hits = _search(plain, "greenhouse heater valve", min_score=0.9, mmr=False).hits
+    found = _by_path(hits)
+    assert found[old].explain.merged == pytest.approx(1.0)
+    assert found[old].score < 0.9  # decayed below the threshold...
+    assert [hit.path for hit in hits] == [f"daily/{TODAY}.md", old]
+    # ...yet it is the one result that passes it: with one slot, it is the answer (a
+    # threshold on the decayed score would have filled that slot with today's weak match).
+    (only,) = _search(plain, "greenhouse heater valve", min_score=0.9, mmr=False, limit=1).hits
+    assert only.path == old
 
 
 # -- importance --------------------------------------------------------------------------
@@ -209,7 +265,7 @@ def test_tiers_order_exact_basename_stem_partial_with_mmr_on(tmp_path: Path) -> 
 
 def test_min_score_keeps_keyword_matches_when_nothing_passes(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
-    # Dated a month back, so even the best match decays to 0.5 and nothing reaches 0.99.
+    # Dated a month back, so every score is decayed; minScore judges relevance before that.
     day = _days_ago(30)
     write_note(vault, f"daily/{day}-a.md", "# A\n\nThe kiln fired the kiln glaze twice.\n")
     write_note(vault, f"daily/{day}-b.md", "# B\n\nOne kiln, many pots, long shelves of clay.\n")
@@ -219,8 +275,8 @@ def test_min_score_keeps_keyword_matches_when_nothing_passes(tmp_path: Path) -> 
 
     everything = _search(settings, "kiln", mode="keyword", min_score=0.0, mmr=False).hits
     assert len(everything) == 3
-    assert max(hit.score for hit in everything) == pytest.approx(0.5, abs=1e-5)
-    strict = _search(settings, "kiln", mode="keyword", min_score=0.99, mmr=False).hits
+    assert max(hit.score for hit in everything) == pytest.approx(0.9, abs=1e-5)
+    strict = _search(settings, "kiln", mode="keyword", min_score=1.0, mmr=False).hits
     assert [(hit.path, hit.score) for hit in strict] == [
         (hit.path, hit.score) for hit in everything
     ]
@@ -293,16 +349,17 @@ def test_explain_through_the_cli(tmp_path: Path) -> None:
         assert set(explain) == EXPLAIN_KEYS
         assert explain["mmr_position"] == position
         assert hit["score"] == pytest.approx(
-            explain["merged"] * explain["recency"] * explain["importance"], abs=1e-5
+            explain["merged"] * explain["recency_weight"] * explain["importance"], abs=1e-5
         )
     assert results[0]["explain"]["importance"] == pytest.approx(1.25)
     assert results[1]["explain"]["recency"] == pytest.approx(0.5)
+    assert results[1]["explain"]["recency_weight"] == pytest.approx(0.9)
     plain = json.loads(_cli(vault, "search", "--json", "greenhouse"))
     assert all("explain" not in hit for hit in plain["results"])
 
     shown = _cli(vault, "search", "--explain", "greenhouse", COLUMNS="200")
     assert "vector search did not run" in shown
-    for factor in ("merged", "× recency 0.500", "× importance 1.25", "tier none", "mmr #2"):
+    for factor in ("merged", "× recency 0.900 (decay 0.500)", "× importance 1.25", "mmr #2"):
         assert factor in shown, factor
 
 
@@ -380,7 +437,7 @@ def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> 
         e = hit.explain
         assert e.vector_raw is not None
         assert e.merged == pytest.approx(0.5 * e.vector_norm + 0.5 * e.text_norm)
-        assert hit.score == pytest.approx(e.merged * e.recency * e.importance, abs=1e-5)
+        assert hit.score == pytest.approx(e.merged * e.recency_weight * e.importance, abs=1e-5)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,9 @@ from apus.search.ranking import (
     importance_factor,
     path_tier,
     rank_key,
+    readable_score,
     recency_factor,
+    recency_weight,
     select_with_min_score,
 )
 
@@ -123,8 +125,32 @@ def test_path_tier_ignores_unicode_normalisation_case_and_accents() -> None:
 
 
 def test_final_score_multiplies_factors() -> None:
-    factors = RankFactors(recency=0.5, importance=1.25, tier=PathTier.NONE)
-    assert final_score(0.8, factors) == pytest.approx(0.5)
+    factors = RankFactors(recency=0.5, importance=1.25, tier=PathTier.NONE, recency_weight=0.6)
+    assert final_score(0.8, factors) == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize(
+    ("decay", "floor", "expected"),
+    [
+        (1.0, 0.8, 1.0),  # today's note counts fully
+        (0.5, 0.8, 0.9),  # a month old
+        (0.0, 0.8, 0.8),  # however old, never below the floor
+        (0.25, 0.0, 0.25),  # floor 0: the decay itself
+        (0.0, 1.0, 1.0),  # floor 1: no recency at all
+        (0.5, 1.7, 1.0),  # out of range: clamped
+    ],
+)
+def test_recency_weight_blends_the_decay_above_a_floor(
+    decay: float, floor: float, expected: float
+) -> None:
+    assert recency_weight(decay, floor) == pytest.approx(expected)
+
+
+def test_readable_scores_keep_small_values_apart() -> None:
+    assert readable_score(3.9e-12) == pytest.approx(3.9e-12)
+    assert readable_score(3.9e-12) != readable_score(3.8e-12)
+    assert readable_score(0.123456789) == 0.123457
+    assert readable_score(0.0) == 0.0
 
 
 def test_rank_key_puts_tiers_ahead_of_score() -> None:

@@ -21,7 +21,12 @@ class Passage(_Answer):
     path: str = Field(description="The note, relative to the vault (pass it to memory_get)")
     startLine: int
     endLine: int
-    score: float
+    score: float = Field(
+        description="what the results are ordered by: relevance x recency x importance"
+    )
+    relevance: float = Field(
+        description="how well the passage matches, before recency and importance"
+    )
     snippet: str
     source: str = Field(description='"memory" (notes) or "sessions" (agent transcripts)')
     citation: str = Field(description="path#L<start>-L<end>, for citing the passage")

@@ -40,6 +40,7 @@ from apus.index.note_filter import (
 )
 from apus.memory import Memory
 from apus.search.engine import SearchHit, SearchOptions, SearchResponse
+from apus.search.ranking import readable_score
 from apus.vault.transcripts import session_key_of
 
 Corpus = Literal["memory", "sessions", "all"]
@@ -280,6 +281,7 @@ def _passage(hit: SearchHit) -> Passage:
         startLine=hit.start_line,
         endLine=hit.end_line,
         score=hit.score,
+        relevance=readable_score(hit.explain.merged),
         snippet=hit.snippet,
         source=hit.source,
         citation=hit.citation,

@@ -1,4 +1,5 @@
-"""`apus eval`: retrieval quality on a BEIR-layout benchmark."""
+"""`apus eval`: retrieval quality on a BEIR-layout document benchmark or on LoCoMo-layout
+conversations (agent memory)."""
 
 from __future__ import annotations
 
@@ -22,15 +23,39 @@ if TYPE_CHECKING:
 @click.option(
     "--beir",
     "beir_dir",
-    required=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Folder with corpus.jsonl and queries.jsonl.",
+    help="Folder with corpus.jsonl and queries.jsonl (documents; needs --qrels).",
 )
 @click.option(
     "--qrels",
-    required=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Relevance judgments (TSV: query-id, corpus-id, score).",
+    help="Relevance judgments for --beir (TSV: query-id, corpus-id, score).",
+)
+@click.option(
+    "--locomo",
+    "locomo_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder of LoCoMo-layout conversations (conv-N.json): conversation memory.",
+)
+@click.option(
+    "--conversations",
+    default="",
+    metavar="NAME[,NAME]",
+    help="With --locomo: only these conversations (file stems), e.g. conv-26,conv-30.",
+)
+@click.option(
+    "--layout",
+    type=click.Choice(["notes", "transcripts"]),
+    default="notes",
+    show_default=True,
+    help="With --locomo: sessions as dated daily notes, or as agent transcripts.",
+)
+@click.option(
+    "--today",
+    default="",
+    metavar="YYYY-MM-DD|after-last",
+    help="With --locomo: the date recency decays from (default: the machine's date); "
+    "`after-last` is the day after each conversation's last session.",
 )
 @click.option(
     "--mode",
@@ -69,8 +94,12 @@ if TYPE_CHECKING:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def evaluate(
-    beir_dir: Path,
-    qrels: Path,
+    beir_dir: Path | None,
+    qrels: Path | None,
+    locomo_dir: Path | None,
+    conversations: str,
+    layout: str,
+    today: str,
     modes: tuple[str, ...],
     limit_docs: int | None,
     model: str | None,
@@ -81,13 +110,36 @@ def evaluate(
     split: str,
     as_json: bool,
 ) -> None:
-    """Index a BEIR collection as notes and print nDCG@10, Recall@100 and MRR@10 per mode,
-    under the configured settings and each `--set`, beside a textbook BM25 on the same
-    documents and queries.
+    """Measure retrieval on a benchmark, per mode, under the configured settings and each
+    `--set`, beside a textbook BM25 on the same data.
 
-    The vault and the embedding cache are kept in the cache folder, so a second run only
-    re-runs the queries.
+    --beir: documents as notes; nDCG@10, Recall@100 and MRR@10. --locomo: each conversation
+    its own memory (sessions as dated daily notes, or transcripts); evidence Recall@5/@10,
+    Hit@5 per category, Recall@5 by the age of the evidence, and the turns the top 5 hold.
+    Vaults and embeddings are kept in the cache folder, so a second run only re-asks.
     """
+    if (beir_dir is None) == (locomo_dir is None):
+        raise click.UsageError("Give one of --beir DIR --qrels FILE, or --locomo DIR.")
+    if locomo_dir is not None:
+        from apus.cli.evaluate_locomo import run_locomo
+
+        run_guarded(
+            lambda: run_locomo(
+                locomo_dir,
+                conversations=[c.strip() for c in conversations.split(",") if c.strip()],
+                layout=layout,
+                today=today,
+                modes=modes,
+                model=model,
+                prefix_scheme=prefix_scheme,
+                settings_sets=settings_sets,
+                as_json=as_json,
+            )
+        )
+        return
+    if beir_dir is None or qrels is None:
+        raise click.UsageError("--beir needs --qrels FILE (the relevance judgments).")
+    collection_dir, judgments = beir_dir, qrels
 
     def body() -> None:
         from apus.benchmarks.beir import (
@@ -106,12 +158,12 @@ def evaluate(
         from apus.memory import Memory
 
         variants = [DEFAULTS, *(parse_variant(text) for text in settings_sets)]
-        collection = load_collection(beir_dir, qrels, limit_docs)
+        collection = load_collection(collection_dir, judgments, limit_docs)
         kept = select_queries(collection.queries, split)  # type: ignore[arg-type]
         if limit_queries:
             kept = dict(list(kept.items())[:limit_queries])
         collection = Collection(collection.corpus, kept, collection.qrels)
-        root = workspace(beir_dir, limit_docs)
+        root = workspace(collection_dir, limit_docs)
         mapping = write_vault(collection, root / "vault")
         scheme_key = prefix_scheme or "auto"
         model_key = Path(model).stem if model else "keyword"
@@ -138,7 +190,7 @@ def evaluate(
         results = evaluate(settings_for, collection, mapping, chosen, variants=variants, mmr=mmr)
         reference = textbook_reference(collection)
         if as_json:
-            _print_json(beir_dir, split, len(collection.corpus), results, reference)
+            _print_json(collection_dir, split, len(collection.corpus), results, reference)
         else:
             _print_table(results, reference)
 

@@ -25,6 +25,12 @@ def _line(*parts: str | tuple[str, str]) -> Text:
     return line
 
 
+def _score_text(score: float) -> str:
+    """Three decimals, or three significant digits for a score too small for them: a result
+    that ranks never reads as 0.000."""
+    return f"{score:.3f}" if score == 0 or abs(score) >= 0.001 else f"{score:.2e}"
+
+
 def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
     console = Console(highlight=False)
     for name, leg in response.legs.items():
@@ -40,7 +46,7 @@ def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
             (f"{number:>2}. ", "dim"),
             (hit.path, "bold cyan"),
             (where, "cyan"),
-            (f"  {hit.score:.3f}", "green"),
+            (f"  {_score_text(hit.score)}", "green"),
             (f"  [{'+'.join(hit.legs)}]", "dim"),
         )
         if hit.title:
@@ -57,7 +63,8 @@ def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
             text = "-" if e.text_raw is None else f"{e.text_raw:.2f}→{e.text_norm:.3f}"
             console.print(
                 f"    [dim]vector {vector}  keyword {text}  merged {e.merged:.3f}  "
-                f"× recency {e.recency:.3f} × importance {e.importance:.2f}  tier {e.tier}  "
+                f"× recency {e.recency_weight:.3f} (decay {_score_text(e.recency)}) "
+                f"× importance {e.importance:.2f}  tier {e.tier}  "
                 f"mmr #{e.mmr_position or '-'}[/dim]"
             )
 

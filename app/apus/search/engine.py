@@ -36,7 +36,9 @@ from apus.search.ranking import (
     importance_factor,
     normalise_path,
     rank_key,
+    readable_score,
     recency_factor,
+    recency_weight,
     select_with_min_score,
 )
 from apus.search.snippet import make_snippet
@@ -77,8 +79,9 @@ class Explanation:
     vector_norm: float
     text_raw: float | None
     text_norm: float
-    merged: float
-    recency: float
+    merged: float  # the relevance minScore is applied to
+    recency: float  # the note's decay: 0.5 every half-life, 1.0 for evergreen notes
+    recency_weight: float  # what the decay multiplies the score by (never below the floor)
     importance: float
     tier: str
     mmr_position: int | None  # 1-based position chosen by MMR; None when MMR was off
@@ -131,11 +134,17 @@ class _Candidate:
     chunk: ChunkRecord
     score: MergedScore[int] | None
     recency: float
+    recency_weight: float
     importance: float
     tier: PathTier
     final: float
     keyword_match: bool
     mmr_position: int | None = None
+
+    @property
+    def relevance(self) -> float:
+        """The merged score before recency and importance: what `minScore` is applied to."""
+        return self.score.merged if self.score is not None else 0.0
 
 
 @dataclass(frozen=True)
@@ -474,7 +483,8 @@ class Searcher:
             lambda s: s.chunks_by_id(ids), {}
         )
         today = self._today()
-        use_recency = hybrid.temporal_decay.enabled if options.recency is None else options.recency
+        decay = hybrid.temporal_decay
+        use_recency = decay.enabled if options.recency is None else options.recency
         tier_of = PathTierer(query)
         candidates: list[_Candidate] = []
         for chunk_id in ids:
@@ -483,18 +493,19 @@ class Searcher:
                 continue
             score = merged.get(chunk_id)
             note_date = dt.date.fromisoformat(chunk.note_date) if chunk.note_date else None
+            recency = recency_factor(note_date, today, decay.half_life_days, use_recency)
             factors = RankFactors(
-                recency=recency_factor(
-                    note_date, today, hybrid.temporal_decay.half_life_days, use_recency
-                ),
+                recency=recency,
                 importance=importance_factor(chunk.importance),
                 tier=tier_of(chunk.path),
+                recency_weight=recency_weight(recency, decay.floor),
             )
             candidates.append(
                 _Candidate(
                     chunk=chunk,
                     score=score,
                     recency=factors.recency,
+                    recency_weight=factors.recency_weight,
                     importance=factors.importance,
                     tier=factors.tier,
                     final=final_score(score.merged if score else 0.0, factors),
@@ -508,14 +519,15 @@ class Searcher:
     def _select(
         self, candidates: list[_Candidate], options: SearchOptions, limit: int
     ) -> list[_Candidate]:
-        """Path-tier matches first, then the rest through `minScore` (keyword matches kept)."""
+        """Path-tier matches first, then the rest through `minScore` (keyword matches kept),
+        which judges relevance alone: recency and importance only order what passes."""
         config = self.settings.search.query
         min_score = config.min_score if options.min_score is None else options.min_score
         tiered = [c for c in candidates if c.tier > PathTier.NONE]
         rest = [c for c in candidates if c.tier == PathTier.NONE]
         return tiered[:limit] + select_with_min_score(
             rest,
-            score=lambda c: c.final,
+            score=lambda c: c.relevance,
             is_keyword_match=lambda c: c.keyword_match,
             min_score=min_score,
             limit=max(0, limit - len(tiered)),
@@ -591,7 +603,7 @@ def _hit(
         start_line=c.chunk.start_line,
         end_line=c.chunk.end_line,
         heading=c.chunk.heading,
-        score=round(c.final, 6),
+        score=readable_score(c.final),
         snippet=snippet.text,
         highlights=snippet.highlights,
         note_date=c.chunk.note_date,
@@ -604,6 +616,7 @@ def _hit(
             text_norm=score.text_norm if score else 0.0,
             merged=score.merged if score else 0.0,
             recency=c.recency,
+            recency_weight=c.recency_weight,
             importance=c.importance,
             tier=c.tier.name.lower(),
             mmr_position=c.mmr_position,

@@ -590,3 +590,41 @@ def test_a_note_leads_with_its_best_chunk_after_mmr(tmp_path: Path) -> None:
     assert a_mmr == a_plain
     scores = [h.score for h in with_mmr if h.path == "a.md"]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_meaning_only_matches_from_years_ago_are_found(
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every note is from 2023, years before any date these tests run on: search by meaning
+    still answers (minScore judges relevance), and every score tells its result apart."""
+    vault = tmp_path / "vault"
+    topics = ["the router in the closet", "tomatoes on the balcony", "bread with an open crumb"]
+    for number, topic in enumerate(topics * 2, start=1):
+        write_note(
+            vault, f"memory/2023-05-{number:02}.md", f"# Day {number}\n\nWe talked about {topic}.\n"
+        )
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODELPATH", str(tiny_model))
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__CONTEXTSIZE", "512")
+    settings = make_settings(vault, env=dict(os.environ))
+    assert sync(settings).embedding.state == "done"
+    try:
+        for floor in (None, 0.0):
+            env = dict(os.environ)
+            if floor is not None:
+                env["APUS_MEMORY__SEARCH__QUERY__HYBRID__TEMPORALDECAY__FLOOR"] = str(floor)
+            hits = search_response(
+                make_settings(vault, env=env), "garden vegetables", mode="vector"
+            ).hits
+            assert hits, f"floor {floor}: no result by meaning"
+            for hit in hits:
+                e = hit.explain
+                assert e.recency < 2**-36  # three years and more
+                assert e.merged >= settings.search.query.min_score
+                assert hit.score > 0
+                assert hit.score == pytest.approx(e.merged * e.recency_weight * e.importance)
+            assert len({hit.score for hit in hits}) >= len({hit.explain.merged for hit in hits})
+    finally:
+        embedder = resolve_provider(settings.search).embedder
+        assert embedder is not None
+        embedder.server.stop()  # type: ignore[attr-defined]

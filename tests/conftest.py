@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from apus.embed import base as embed_base
 from support.tiny_gguf import write_tiny_gguf
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -62,3 +63,11 @@ def sample_vault(tmp_path: Path) -> Path:
     target = tmp_path / "sample-vault"
     shutil.copytree(SAMPLE_VAULT, target)
     return target
+
+
+@pytest.fixture(autouse=True)
+def no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no secrets registered for redaction (the set is process-wide):
+    a redaction test must hide a key because its own code registered it, not an earlier
+    test."""
+    monkeypatch.setattr(embed_base, "_registered_secrets", set())

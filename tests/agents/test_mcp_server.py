@@ -19,7 +19,7 @@ from integration.helpers import run_apus, write_note
 
 NOTES = {
     "MEMORY.md": "---\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n## Blog\n\n"
-    "Deploy the blog with `make deploy` from ~/src/blog.\n",
+    "Deploy the blog with `make deploy` from ~/src/blog; the router must be up for it.\n",
     "notes/router.md": "# Router\n\nThe router lives in the hallway closet; admin password in "
     "the password manager under `gateway-host`.\n",
     "notes/garden.md": "---\ntags: [home]\n---\n# Garden\n\nTomatoes and basil on the balcony.\n",
@@ -124,6 +124,9 @@ async def test_every_tool_on_a_known_vault(vault: Path) -> None:
     async with agent(vault) as session:
         found = await call(session, "memory_search", query="JIRA-4821")
         assert found["mode"] == "keyword" and found["provider"] == "none"
+        # Embeddings are off by choice: nothing fell back, nothing to debug.
+        # Embeddings are off by choice: nothing fell back, nothing to debug.
+        assert "fallback" not in found and found["debug"] == {}
         first = found["results"][0]
         assert first["path"] == "daily/2026-11-20.md"
         assert first["citation"] == f"daily/2026-11-20.md#L{first['startLine']}-L{first['endLine']}"
@@ -147,8 +150,10 @@ async def test_every_tool_on_a_known_vault(vault: Path) -> None:
         rest = await call(session, "memory_get", path="notes/router.md", **{"from": 3})
         assert "gateway-host" in rest["text"] and rest["truncated"] is False
 
-        related = await call(session, "memory_related", path="MEMORY.md")
-        assert "MEMORY.md" not in [hit["path"] for hit in related["results"]]
+        # Without vectors, the notes that share the note's title: only MEMORY.md names the
+        # router, and the note itself is left out.
+        related = await call(session, "memory_related", path="notes/router.md")
+        assert [hit["path"] for hit in related["results"]] == ["MEMORY.md"]
         recall = await call(session, "memory_recall", message="please deploy the blog")
         assert [entry["trigger"] for entry in recall["entries"]] == ["deploy the blog"]
         status = await call(session, "memory_status")
@@ -208,6 +213,28 @@ async def test_an_unavailable_explicit_provider_is_an_answer_not_a_crash(vault: 
         status = await call(session, "memory_status")
         assert status["embeddings"]["state"] == "unavailable"
         assert status["watching"] is False  # watch = false: edits wait for a sync
+
+
+async def test_a_missing_local_model_falls_back_to_keyword_and_says_why(
+    vault: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-model.gguf"
+    env = server_env(
+        APUS_MEMORY__SEARCH__PROVIDER="local",
+        APUS_MEMORY__SEARCH__LOCAL__MODELPATH=str(missing),
+        APUS_MEMORY__SEARCH__SYNC__WATCH="false",
+    )
+    async with agent(vault, env) as session:
+        found = await call(session, "memory_search", query="router")
+    # Search by words answers, and says why meaning did not, and what to do about it.
+    assert found["mode"] == "keyword" and found["provider"] == "local"
+    assert [hit["path"] for hit in found["results"]] == ["notes/router.md", "MEMORY.md"]
+    reason = f"memory.search.local.modelPath {missing} does not exist"
+    assert found["fallback"] == {
+        "reason": reason,
+        "fix": "set memory.search.local.modelPath to a GGUF embedding model (or clear it)",
+    }
+    assert found["debug"] == {"embeddingBootstrap": reason}
 
 
 async def test_two_servers_on_one_vault(vault: Path) -> None:

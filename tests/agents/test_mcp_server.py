@@ -16,6 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from integration.helpers import run_apus, write_note
+from support.holds import Hold
 
 NOTES = {
     "MEMORY.md": "---\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n## Blog\n\n"
@@ -235,6 +236,43 @@ async def test_a_missing_local_model_falls_back_to_keyword_and_says_why(
         "fix": "set memory.search.local.modelPath to a GGUF embedding model (or clear it)",
     }
     assert found["debug"] == {"embeddingBootstrap": reason}
+
+
+async def test_the_server_rebuilds_unprefixed_vectors_in_its_queue_and_answers_by_words(
+    vault: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    local = {
+        "APUS_MEMORY__SEARCH__PROVIDER": "local",
+        "APUS_MEMORY__SEARCH__LOCAL__MODELPATH": str(tiny_model),
+        "APUS_MEMORY__SEARCH__LOCAL__CONTEXTSIZE": "512",
+        "APUS_MEMORY__SEARCH__SYNC__WATCH": "false",
+    }
+    # Vectors embedded before task prefixes existed; today's settings take them from the GGUF.
+    old = server_env(**local, APUS_MEMORY__SEARCH__LOCAL__PREFIXSCHEME="none")
+    run_apus("--vault", vault, "memory", "index", env=old)
+    hold = Hold(tmp_path / "hold")  # the server's rebuild stops before its first vectors
+    async with agent(vault, server_env(**local, **hold.env("embed:0"))) as session:
+        while hold.held() is None:
+            await asyncio.sleep(0.02)
+        status = await call(session, "memory_status")
+        assert status["embeddings"]["state"] == "rebuilding"
+        during = await call(session, "memory_search", query="router closet")
+        assert during["mode"] == "keyword"
+        assert [hit["path"] for hit in during["results"]][:1] == ["notes/router.md"]
+        assert during["fallback"]["reason"] == (
+            "embeddings are being built (0%); keyword results meanwhile"
+        )
+        hold.release()
+        deadline = time.monotonic() + FRESHNESS_S
+        while (await call(session, "memory_status"))["embeddings"]["state"] != "ready":
+            assert time.monotonic() < deadline, "the server's rebuild never finished"
+            await asyncio.sleep(0.1)
+        after = await call(session, "memory_search", query="router closet")
+        assert after["mode"] == "hybrid" and "fallback" not in after
+    # It ran in the server's own queue: one process did every sync, no other was started.
+    points = hold.events()
+    assert len({p["pid"] for p in points}) == 1 and points[-1]["phase"] == "end"
+    assert "embed" in {p["phase"] for p in points}
 
 
 async def test_two_servers_on_one_vault(vault: Path) -> None:

@@ -4,10 +4,11 @@ Tests that kill a sync, search during one or watch its progress must know where 
 on a loaded machine or a fast one; timing a kill or counting on a slow batch cannot. With
 `APUS_TEST_HOLD=<folder>` set, every point a sync passes (`start` once it holds the writer
 lock, each progress event, `end` before it lets the lock go) is numbered from 1 in this
-process and appended to `<folder>/events` as one JSON line. With `APUS_TEST_HOLD_AT` set too
-(`<number>` or `<phase>:<done>`), the sync stops at the first point that matches and at every
-point after it: it writes the point to `<folder>/held` and waits until `<folder>/go` holds a
-number at least the point's own. Unset (always, for a user), a point costs one lookup.
+process and appended to `<folder>/events` as one JSON line (with the time and the pid).
+With `APUS_TEST_HOLD_AT` set too (`<number>` or `<phase>:<done>`), the sync stops at the
+first point that matches and at every point after it: it writes the point to
+`<folder>/held` and waits until `<folder>/go` holds a number at least the point's own.
+Unset (always, for a user), a point costs one lookup.
 """
 
 from __future__ import annotations
@@ -48,7 +49,14 @@ def hold_point(phase: str, done: int = 0, total: int = 0) -> None:
         number = points.passed
         points.holding = points.holding or at in (str(number), f"{phase}:{done}")
         holding = points.holding
-    line = {"n": number, "phase": phase, "done": done, "total": total, "t": time.monotonic()}
+    line = {
+        "n": number,
+        "phase": phase,
+        "done": done,
+        "total": total,
+        "t": time.monotonic(),
+        "pid": os.getpid(),
+    }
     path = Path(folder)
     with (path / "events").open("a", encoding="utf-8") as events:
         events.write(json.dumps(line) + "\n")

@@ -17,6 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from integration.helpers import run_apus, write_note
 from support.holds import Hold
+from support.ports import refusing_port
 
 NOTES = {
     "MEMORY.md": "---\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n## Blog\n\n"
@@ -198,22 +199,23 @@ async def test_a_note_edited_while_the_server_runs_is_found(vault: Path) -> None
 
 
 async def test_an_unavailable_explicit_provider_is_an_answer_not_a_crash(vault: Path) -> None:
-    env = server_env(
-        APUS_MEMORY__SEARCH__PROVIDER="openai-compatible",
-        APUS_MEMORY__SEARCH__MODEL="some-model",
-        APUS_MEMORY__SEARCH__REMOTE__BASEURL="http://127.0.0.1:9/v1",
-        APUS_MEMORY__SEARCH__REMOTE__TIMEOUTSECONDS="2",
-        APUS_MEMORY__SEARCH__SYNC__WATCH="false",
-    )
-    async with agent(vault, env) as session:
-        answer = await call(session, "memory_search", query="router")
-        assert answer["results"] == [] and answer["unavailable"] is True
-        assert "unavailable" in answer["error"] and answer["action"]
-        # The keyword index is still read: get and status answer.
-        assert (await call(session, "memory_get", path="notes/router.md"))["lines"] == 3
-        status = await call(session, "memory_status")
-        assert status["embeddings"]["state"] == "unavailable"
-        assert status["watching"] is False  # watch = false: edits wait for a sync
+    with refusing_port() as port:
+        env = server_env(
+            APUS_MEMORY__SEARCH__PROVIDER="openai-compatible",
+            APUS_MEMORY__SEARCH__MODEL="some-model",
+            APUS_MEMORY__SEARCH__REMOTE__BASEURL=f"http://127.0.0.1:{port}/v1",
+            APUS_MEMORY__SEARCH__REMOTE__TIMEOUTSECONDS="2",
+            APUS_MEMORY__SEARCH__SYNC__WATCH="false",
+        )
+        async with agent(vault, env) as session:
+            answer = await call(session, "memory_search", query="router")
+            assert answer["results"] == [] and answer["unavailable"] is True
+            assert "unavailable" in answer["error"] and answer["action"]
+            # The keyword index is still read: get and status answer.
+            assert (await call(session, "memory_get", path="notes/router.md"))["lines"] == 3
+            status = await call(session, "memory_status")
+            assert status["embeddings"]["state"] == "unavailable"
+            assert status["watching"] is False  # watch = false: edits wait for a sync
 
 
 async def test_a_missing_local_model_falls_back_to_keyword_and_says_why(

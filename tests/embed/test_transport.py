@@ -12,6 +12,7 @@ from apus.embed.base import EmbeddingConnectionError, EmbeddingRequestError, Emb
 from apus.embed.providers import create_embedder
 from apus.embed.retry import Deadline, RetryPolicy, parse_retry_after
 from support.fake_service import FakeService, Recorded, Reply
+from support.ports import refusing_port
 
 from .hosted import HARNESSES, KEYS
 
@@ -80,12 +81,10 @@ def test_the_budget_covers_every_attempt(
 def test_a_refused_connection_fails_at_once_with_the_address(
     pauses: list[float], sent_timeouts: list[dict[str, float]]
 ) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    settings = HARNESS.settings(base_url=f"http://127.0.0.1:{port}", api_key="sk-x" * 5)
-    with pytest.raises(EmbeddingConnectionError, match=f"cannot connect.*127.0.0.1:{port}"):
-        create_embedder(settings).embed(["a"], kind="query")
+    with refusing_port() as port:
+        settings = HARNESS.settings(base_url=f"http://127.0.0.1:{port}", api_key="sk-x" * 5)
+        with pytest.raises(EmbeddingConnectionError, match=f"cannot connect.*127.0.0.1:{port}"):
+            create_embedder(settings).embed(["a"], kind="query")
     # At once: one attempt, no wait before giving up (a refusal is not worth a retry).
     assert len(sent_timeouts) == 1 and pauses == []
 

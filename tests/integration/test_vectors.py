@@ -20,6 +20,7 @@ from apus.memory.session import MemoryEvent
 from apus.memory.sync_queue import SyncFinished, SyncStarted
 from apus.search.engine import SearchOptions
 from support.holds import Hold
+from support.ports import refusing_port
 from support.recording_server import RecordingServer
 from support.tiny_gguf import write_tiny_gguf
 
@@ -295,21 +296,22 @@ def test_exact_prefixed_strings_reach_an_openai_compatible_endpoint(
 def test_explicit_remote_provider_unreachable_is_reported(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from apus.errors import ApusError
+    with refusing_port() as port:
+        from apus.errors import ApusError
 
-    monkeypatch.setenv("APUS_VAULT", str(vault))
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "openai-compatible")
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__MODEL", "some-model")
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__BASEURL", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__TIMEOUTSECONDS", "2")
-    settings = load_settings()
-    report = sync(settings)  # keyword data is still written
-    assert report.embedding.state == "unavailable" and report.chunks > 0
-    with Memory(settings=settings) as memory:
-        with pytest.raises(ApusError, match="unavailable"):
-            memory.search("garden", SearchOptions(mode="hybrid"))
-        keyword_only = memory.search("garden", SearchOptions(mode="keyword"))
-        assert keyword_only.hits[0].path == "projects/garden.md"
+        monkeypatch.setenv("APUS_VAULT", str(vault))
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "openai-compatible")
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__MODEL", "some-model")
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__BASEURL", f"http://127.0.0.1:{port}/v1")
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__TIMEOUTSECONDS", "2")
+        settings = load_settings()
+        report = sync(settings)  # keyword data is still written
+        assert report.embedding.state == "unavailable" and report.chunks > 0
+        with Memory(settings=settings) as memory:
+            with pytest.raises(ApusError, match="unavailable"):
+                memory.search("garden", SearchOptions(mode="hybrid"))
+            keyword_only = memory.search("garden", SearchOptions(mode="keyword"))
+            assert keyword_only.hits[0].path == "projects/garden.md"
 
 
 def test_fallback_none_makes_missing_local_embeddings_an_error(

@@ -30,7 +30,6 @@ def embed_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # platformdirs ignores an XDG_RUNTIME_DIR that is not private (0700).
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
     return root
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from apus.embed import base as embed_base
+from support.ports import refusing_port
 from support.tiny_gguf import write_tiny_gguf
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -23,9 +26,18 @@ def family_weights(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TINY_MODEL_WEIGHT_VARIABLE)
 
 
+@pytest.fixture(scope="session")
+def refusing_hub() -> Iterator[str]:
+    """A model hub address that refuses every connection, for the whole run."""
+    with refusing_port() as port:
+        yield f"http://127.0.0.1:{port}"
+
+
 @pytest.fixture(autouse=True)
 def isolated_dirs(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    refusing_hub: str,
 ) -> Path:
     """Point platformdirs (through XDG_*) at a private folder and drop APUS_* from the env."""
     home = tmp_path_factory.mktemp("home")
@@ -39,7 +51,10 @@ def isolated_dirs(
     for name in list(os.environ):
         if name.startswith("APUS_") or name.startswith("HF_"):
             monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    # No test downloads from the real hub by accident: a download goes to the test's fake
+    # hub (it sets HF_ENDPOINT) or is refused at once; huggingface_hub itself stays offline.
+    monkeypatch.setenv("HF_ENDPOINT", refusing_hub)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     # The tiny test model borrows EmbeddingGemma's name (for its prefixes), not its quality:
     # its vectors are noise, so tests weigh the legs as for any model of no known family;
@@ -62,3 +77,11 @@ def sample_vault(tmp_path: Path) -> Path:
     target = tmp_path / "sample-vault"
     shutil.copytree(SAMPLE_VAULT, target)
     return target
+
+
+@pytest.fixture(autouse=True)
+def no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no secrets registered for redaction (the set is process-wide):
+    a redaction test must hide a key because its own code registered it, not an earlier
+    test."""
+    monkeypatch.setattr(embed_base, "_registered_secrets", set())

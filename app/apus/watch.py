@@ -56,13 +56,15 @@ def watch_notes(
     stop: threading.Event,
     debounce_ms: int = DEFAULT_DEBOUNCE_MS,
     suffixes: Sequence[str] = NOTE_SUFFIXES,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Block until `stop` is set, calling `on_change` once per quiet batch of note changes.
 
     A batch is reported once `debounce_ms` pass without further changes (and at least every
     10 s while changes keep coming). Roots that do not exist are not watched; with none left
     this returns at once. `suffixes`: the file names that count (agent transcripts add
-    `.jsonl`).
+    `.jsonl`). `on_ready` is called once the OS watch is installed: every change from then
+    on is reported (what a face, or a test, waits for before it counts on the watch).
     """
     existing = [root.resolve() for root in roots if root.is_dir()]
     if not existing:
@@ -80,6 +82,11 @@ def watch_notes(
         raise_interrupt=False,
     )
     for changes in batches:
+        if on_ready is not None:
+            # The first batch comes from a watcher already installed (watchfiles installs it
+            # before it first waits), and holds any change made since.
+            on_ready()
+            on_ready = None
         if stop.is_set():
             return
         now = time.monotonic()

@@ -21,7 +21,7 @@ from support.transcripts import (
     write_transcript,
 )
 
-from .test_mcp_server import FRESHNESS_S, agent, call, refused, server_env
+from .test_mcp_server import FRESHNESS_S, agent, call, refused, server_env, watch_live
 
 
 async def call_args(client: ClientSession, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -150,6 +150,7 @@ async def test_a_conversation_growing_while_the_server_runs_is_found(
     run_apus("--vault", vault, "memory", "index", env=env)
     async with agent(vault, env) as session:
         assert (await call(session, "sessions_search", query="teapot"))["results"] == []
+        await watch_live(session)
         exchange = conversation("main/a1", [("Which teapot glaze?", "Tenmoku.")], first=2)
         append(transcript_path(agents, "main/a1"), lines(exchange))
         deadline = time.monotonic() + FRESHNESS_S

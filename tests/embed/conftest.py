@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from apus.embed.local.filehash import file_sha256
@@ -27,7 +30,6 @@ def embed_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # platformdirs ignores an XDG_RUNTIME_DIR that is not private (0700).
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
     return root
 
 
@@ -83,3 +85,34 @@ def managed(tiny_model: Path) -> Iterator[list[ManagedServer]]:
     yield servers
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The sleeps the embedding code asks for, in order (each still sleeps): how long a retry
+    waited, whatever the machine's load."""
+    asked: list[float] = []
+    real = time.sleep
+
+    def sleep(seconds: float) -> None:
+        if sys._getframe(1).f_globals.get("__name__", "").startswith("apus.embed"):
+            asked.append(seconds)
+        real(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    return asked
+
+
+@pytest.fixture
+def sent_timeouts(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, float]]:
+    """The timeouts (connect, read, write, pool) each HTTP request was sent with, in order
+    (each is still sent): what an attempt was allowed, not how long it took."""
+    sent: list[dict[str, float]] = []
+    real = httpx.Client.send
+
+    def send(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        sent.append(dict(request.extensions["timeout"]))
+        return real(self, request, **kwargs)
+
+    monkeypatch.setattr(httpx.Client, "send", send)
+    return sent

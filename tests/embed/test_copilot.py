@@ -4,9 +4,11 @@ token; renewal before expiry and after a refusal; each token only where it belon
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
+from apus.embed import copilot
 from apus.embed.base import EmbeddingUnavailable
 from apus.embed.copilot import _trusted_api
 from apus.embed.providers import create_embedder
@@ -72,18 +74,36 @@ def test_batches_shrink_to_the_models_max_inputs(monkeypatch: pytest.MonkeyPatch
     assert [len(r.body["input"]) for r in fake.matching("/embeddings")] == [256, 44]
 
 
+class _MovedClock:
+    """The copilot module's wall clock, `ahead` seconds ahead of the real one (the rest of
+    `time` as it is): the token's life passes when the test says, not with the load."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def time(self) -> float:
+        return time.time() + self.ahead
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
 def test_tokens_are_renewed_before_they_expire_and_after_a_refusal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fake = CopilotFake(github_token=GITHUB_TOKEN, ttl=2)  # renewed after half its life
+    clock = _MovedClock()
+    monkeypatch.setattr(copilot, "time", clock)
+    fake = CopilotFake(github_token=GITHUB_TOKEN, ttl=1500)  # renewed 120 s before it expires
     with fake:
         for name, value in HARNESS.env(fake, GITHUB_TOKEN).items():
             monkeypatch.setenv(name, value)
         embedder = create_embedder(HARNESS.settings(fake))
         embedder.embed(["a"], kind="query")
         assert len(fake.matching(TOKEN_PATH)) == 1
-        fake.ttl = 1500
-        time.sleep(1.1)
+        clock.ahead = 1500 - 120 - 60  # a minute before it is due for renewal
+        embedder.embed(["b"], kind="query")
+        assert len(fake.matching(TOKEN_PATH)) == 1
+        clock.ahead = 1500 - 120 + 5  # under two minutes of life left
         embedder.embed(["b"], kind="query")  # the first token was about to expire
         assert len(fake.matching(TOKEN_PATH)) == 2
         embedder.embed(["b"], kind="query")  # this one is still good

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from collections.abc import Iterator
 
@@ -20,6 +19,7 @@ from apus.embed.local.download import (
     verify_model_file,
 )
 from support.fake_hub import TEST_REVISION, FakeHub, hub_manifest
+from support.ports import refusing_port
 
 REVISION = TEST_REVISION
 CONTENT = b"GGUF" + bytes(range(256)) * 12_000  # about 3 MB, several network reads
@@ -101,12 +101,10 @@ def test_corrupted_bytes_are_refused_and_quarantined(hub: FakeHub) -> None:
 def test_an_unreachable_hub_fails_at_once_with_an_offline_message(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        closed_port = probe.getsockname()[1]
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed_port}")
-    with pytest.raises(DownloadError) as caught:
-        pull_model(hub_manifest(CONTENT))
+    with refusing_port() as port:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+        with pytest.raises(DownloadError) as caught:
+            pull_model(hub_manifest(CONTENT))
     assert "Cannot reach the model hub" in caught.value.message
     assert "HF_ENDPOINT" in (caught.value.fix or "")
 

@@ -22,6 +22,7 @@ from apus.embed.local.embedder import LocalEmbedder
 from apus.embed.local.procs import pid_alive
 from apus.embed.local.server_manager import ManagedServer, ServerSpec
 from apus.embed.providers import create_embedder
+from support.llama_build import backend_libraries, build_offloads
 
 SpecFactory = Callable[..., ServerSpec]
 
@@ -73,11 +74,27 @@ def test_local_embedder_serves_the_model_through_the_managed_server(tiny_model: 
 
         described = embedder.describe()
         assert described["state"] == "running"
-        assert described["device"] in ("cpu", "gpu")
+        # All layers on the GPU when the build has a GPU backend (gpuLayers -1), else CPU.
+        offloads = build_offloads()
+        assert (described["device"], described["gpu_layers"]) == (
+            ("gpu", -1) if offloads else ("cpu", 0)
+        ), backend_libraries()
         assert described["endpoint"].startswith("http://127.0.0.1:")
         assert pid_alive(described["pid"])
         assert described["file"] == str(tiny_model)
         assert embedder.embed([], kind="query").shape == (0, 32)
+    finally:
+        embedder.close()
+    assert wait_for_exit(described["pid"])
+
+
+def test_gpu_layers_0_runs_the_model_on_the_cpu(tiny_model: Path) -> None:
+    local = LocalSettings(model_path=str(tiny_model), context_size=512, gpu_layers=0)
+    embedder = create_embedder(SearchSettings(provider="local", local=local))
+    try:
+        assert embedder.embed(["the cat sat"], kind="query").shape == (1, 32)
+        described = embedder.describe()
+        assert (described["device"], described["gpu_layers"]) == ("cpu", 0)
     finally:
         embedder.close()
     assert wait_for_exit(described["pid"])

@@ -12,6 +12,7 @@ from apus.embed.base import EmbeddingConnectionError, EmbeddingRequestError, Emb
 from apus.embed.providers import create_embedder
 from apus.embed.retry import Deadline, RetryPolicy, parse_retry_after
 from support.fake_service import FakeService, Recorded, Reply
+from support.ports import refusing_port
 
 from .hosted import HARNESSES, KEYS
 
@@ -50,28 +51,42 @@ def test_a_same_origin_307_is_followed_with_the_body(monkeypatch: pytest.MonkeyP
     assert new.headers["authorization"] == f"Bearer {KEYS['openai']}"
 
 
-def test_the_budget_covers_every_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_budget_covers_every_attempt(
+    monkeypatch: pytest.MonkeyPatch, pauses: list[float], sent_timeouts: list[dict[str, float]]
+) -> None:
+    # A retry gets only what the first attempt and the wait left of the one budget.
+    with HARNESS.running(monkeypatch) as fake:
+        failure = Reply(500, {"error": {"message": "internal error"}}, {"Retry-After": "0.4"})
+        fake.fail("/embeddings", failure)
+        create_embedder(HARNESS.settings(fake, timeout_seconds=1)).embed(["a"], kind="query")
+    assert pauses == [0.4]
+    first, second = (sent["read"] for sent in sent_timeouts)
+    assert first <= 1 and second <= 1 - 0.4
+    assert all(sent["connect"] <= sent["read"] for sent in sent_timeouts)
+
+    sent_timeouts.clear()
     with socket.socket() as silent:  # accepts connections, never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         monkeypatch.setenv("OPENAI_API_KEY", KEYS["openai"])
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
         settings = HARNESS.settings(base_url=url, timeout_seconds=1)
-        started = time.monotonic()
         with pytest.raises(EmbeddingTimeout, match="did not answer within 1s"):
             create_embedder(settings).embed(["a"], kind="query")
-    assert time.monotonic() - started < 3
+    # One attempt, allowed at most the budget; a timeout leaves nothing to retry with.
+    assert len(sent_timeouts) == 1 and sent_timeouts[0]["read"] <= 1
+    assert pauses == [0.4]
 
 
-def test_a_refused_connection_fails_at_once_with_the_address() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    settings = HARNESS.settings(base_url=f"http://127.0.0.1:{port}", api_key="sk-x" * 5)
-    started = time.monotonic()
-    with pytest.raises(EmbeddingConnectionError, match="cannot connect"):
-        create_embedder(settings).embed(["a"], kind="query")
-    assert time.monotonic() - started < 2
+def test_a_refused_connection_fails_at_once_with_the_address(
+    pauses: list[float], sent_timeouts: list[dict[str, float]]
+) -> None:
+    with refusing_port() as port:
+        settings = HARNESS.settings(base_url=f"http://127.0.0.1:{port}", api_key="sk-x" * 5)
+        with pytest.raises(EmbeddingConnectionError, match=f"cannot connect.*127.0.0.1:{port}"):
+            create_embedder(settings).embed(["a"], kind="query")
+    # At once: one attempt, no wait before giving up (a refusal is not worth a retry).
+    assert len(sent_timeouts) == 1 and pauses == []
 
 
 def test_a_dropped_connection_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,6 +110,5 @@ def test_backoff_grows_and_retry_after_dates_are_understood() -> None:
     assert parse_retry_after("12") == 12
     assert parse_retry_after(formatdate(now + 30, usegmt=True), now=now) == pytest.approx(30, 1)
     assert parse_retry_after("soon") is None and parse_retry_after(None) is None
-    deadline = Deadline(0.2)
-    time.sleep(0.25)
-    assert deadline.remaining() == 0
+    assert Deadline(0.2, started=time.monotonic() - 0.25).remaining() == 0
+    assert 0 < Deadline(60).remaining() <= 60

@@ -69,8 +69,10 @@ def run_apus(
     return result
 
 
-def run_json(*args: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> Any:
-    return json.loads(run_apus(*args, env=env).stdout)
+def run_json(
+    *args: str | os.PathLike[str], env: Mapping[str, str] | None = None, timeout: float = 120
+) -> Any:
+    return json.loads(run_apus(*args, env=env, timeout=timeout).stdout)
 
 
 def make_settings(vault: Path, env: Mapping[str, str] | None = None, **flags: Any) -> Settings:

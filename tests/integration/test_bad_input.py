@@ -6,8 +6,6 @@ import os
 import unicodedata
 from pathlib import Path
 
-import pytest
-
 from .helpers import (
     cli_env,
     make_settings,
@@ -19,6 +17,7 @@ from .helpers import (
     vault_digest,
     write_note,
 )
+from .unprivileged import call_unprivileged, nobody_home, privileged, shared_folder
 
 MAX_BYTES = 2048  # the size guard for these tests (the smallest the config allows is 1 KB)
 
@@ -129,39 +128,30 @@ def test_a_note_that_turns_bad_leaves_the_index(tmp_path: Path) -> None:
     assert stored_paths(settings) == {"b.md"}
 
 
-def _modes_are_enforced(folder: Path) -> bool:
-    """False where this process reads files whatever their mode (root, CAP_DAC_OVERRIDE)."""
-    probe = folder / "probe"
-    probe.write_text("x", encoding="utf-8")
-    probe.chmod(0)
-    try:
-        probe.read_bytes()
-    except PermissionError:
-        return True
-    finally:
-        probe.unlink()
-    return False
+def _index_and_search(vault: Path) -> tuple[dict[str, str], list[str]]:
+    settings = make_settings(vault)
+    report = sync(settings)
+    return {s.rel_path: s.reason for s in report.skipped}, search_paths(settings, "ibis")
 
 
-def test_unreadable_file_and_folder_are_counted_not_fatal(tmp_path: Path) -> None:
-    if not _modes_are_enforced(tmp_path):
-        pytest.skip("this process reads files whatever their mode (running as root)")
-    vault = tmp_path / "vault"
-    write_note(vault, "open.md", "# Open\n\nThe ibis wades.\n")
-    locked_file = write_note(vault, "locked.md", "# Locked\n\nThe jackdaw hides.\n")
-    locked_dir = vault / "private"
-    write_note(locked_dir, "inner.md", "# Inner\n\nThe kiwi sleeps.\n")
-    locked_file.chmod(0)
-    locked_dir.chmod(0)
-    try:
-        settings = make_settings(vault)
-        report = sync(settings)
-        reasons = {s.rel_path: s.reason for s in report.skipped}
-        assert reasons == {"locked.md": "permission denied", "private": "permission denied"}
-        assert search_paths(settings, "ibis") == ["open.md"]
-    finally:
-        locked_dir.chmod(0o755)
-        locked_file.chmod(0o644)
+def test_unreadable_file_and_folder_are_counted_not_fatal() -> None:
+    # As `nobody` when the tests run as root, who reads files whatever their mode.
+    with shared_folder() as folder:
+        vault = folder / "vault"
+        write_note(vault, "open.md", "# Open\n\nThe ibis wades.\n")
+        locked_file = write_note(vault, "locked.md", "# Locked\n\nThe jackdaw hides.\n")
+        locked_dir = vault / "private"
+        write_note(locked_dir, "inner.md", "# Inner\n\nThe kiwi sleeps.\n")
+        locked_file.chmod(0)
+        locked_dir.chmod(0)
+        try:
+            env = nobody_home(folder, {}) if privileged() else None  # its own index folder
+            reasons, found = call_unprivileged(lambda: _index_and_search(vault), env)
+            assert reasons == {"locked.md": "permission denied", "private": "permission denied"}
+            assert found == ["open.md"]
+        finally:
+            locked_dir.chmod(0o755)
+            locked_file.chmod(0o644)
 
 
 def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_indexed(tmp_path: Path) -> None:

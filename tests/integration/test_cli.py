@@ -35,9 +35,10 @@ def test_version() -> None:
     expected = f"apus, version {__version__}"
     assert run_apus("--version").stdout.strip() == expected
     assert run_apus("-V").stdout.strip() == expected
+    # The installed console script, as a user runs it (the install puts it beside Python).
     script = Path(sys.executable).with_name("apus")
-    if script.is_file():  # the installed console script, as a user runs it
-        assert run_apus("--version", program=[str(script)]).stdout.strip() == expected
+    assert script.is_file(), f"no console script at {script}"
+    assert run_apus("--version", program=[str(script)]).stdout.strip() == expected
 
 
 def test_top_level_help_lists_the_commands() -> None:

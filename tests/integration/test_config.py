@@ -111,9 +111,14 @@ def test_file_then_environment_then_flags(tmp_path: Path) -> None:
             "[memory.search.chunking]\noverlap = 10\ntokens = 5\n",
             "memory.search.chunking.tokens",
             3,
-            "",
+            "greater than or equal to 32",
         ),
-        ('# top\nmemory.search.provider = "bogus"\n', "memory.search.provider", 2, ""),
+        (
+            '# top\nmemory.search.provider = "bogus"\n',
+            "memory.search.provider",
+            2,
+            "unknown embedding provider 'bogus'; built in: auto, local, none,",
+        ),
         ('[memory]\n[memry.search]\nprovider = "none"\n', "memry", 2, "unknown key"),
     ],
     ids=["wrong-type", "unknown-key", "out-of-range", "bad-choice-dotted", "unknown-table"],
@@ -128,7 +133,7 @@ def test_invalid_file_names_the_key_and_line(
     message = str(caught.value)
     assert f"`{key}`" in message
     assert f"{config}, line {line}" in message
-    assert words in message
+    assert words and words in message
     assert caught.value.fix
 
 

@@ -14,15 +14,17 @@ four kinds, taken in turn:
   runs with vectors spend least of their time in; keyword-only runs are quick, so these
   sample that part densely at little cost, and vectors are covered by the other three.
 
-Each kill is timed from the moment the run holds the writer lock, at a uniform random point
-of the time the clean run of that kind held it. The run after it (in this process, through
-the session, as `apus memory index` runs) must give the clean index of the same notes: the
-same files and chunks, a keyword index holding exactly the store's chunks and stamped with
-its generation, vectors.faiss holding exactly the store's chunks with the clean index's
-vectors, and the same top results for a few queries. Top results are not compared after the
-edits: Whoosh's statistics still count the replaced documents until segments merge, so an
-incrementally updated index scores slightly differently from a clean one whether or not a
-run was killed (a known, separate issue); everything else is.
+Each kill lands in the work itself, on any machine: the clean run of each kind records the
+points of its work (`apus.index.holds`: the writer lock taken, each progress event, the work
+done); the run to kill is held at one of them drawn at random, let go, and killed a random
+part of the way to the next point, where it is held again if it gets there first. So every
+kill hits a run that holds the writer lock, mid-work. The run after it (in this process,
+through the session, as `apus memory index` runs) must give the clean index of the same
+notes: the same files and chunks, a keyword index holding exactly the store's chunks and
+stamped with its generation, vectors.faiss holding exactly the store's chunks with the clean
+index's vectors, and the same top results for a few queries — after the edits too, since an
+index updated in place scores exactly like a clean one
+(`test_bm25.py::test_an_index_updated_in_place_scores_like_a_clean_rebuild`).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from apus.index.store import Store
 from apus.index.vectors import VectorIndex
 from apus.memory import Memory
 from apus.search.engine import SearchOptions
+from support.holds import Hold
 from support.tiny_gguf import write_tiny_gguf
 
 from .helpers import APUS, write_note
@@ -153,11 +156,11 @@ class Target:
     def settings(self) -> Settings:
         return _settings(self.vault, self.env)
 
-    def start(self, *args: str) -> subprocess.Popen[bytes]:
+    def start(self, hold: Hold, *args: str, at: int | None = None) -> subprocess.Popen[bytes]:
         # --json: no progress bar, so stderr holds only an error, if any.
         return subprocess.Popen(
             [*APUS, "--vault", str(self.vault), "memory", "index", "--json", *args],
-            env=self.env,
+            env={**self.env, **hold.env(at)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -169,33 +172,37 @@ class Target:
             return False
         return pid == str(proc.pid)
 
-    def working_since(self, proc: subprocess.Popen[bytes]) -> float:
-        """Wait until `proc` holds the writer lock (imports done, work begun)."""
-        while proc.poll() is None and not self._holds_lock(proc):
-            time.sleep(0.002)
-        return time.monotonic()
-
-    def timed_run(self, *args: str) -> float:
-        """Run to the end; seconds during which it held the writer lock (its work)."""
-        proc = self.start(*args)
-        began = self.working_since(proc)
-        while proc.poll() is None and self._holds_lock(proc):
-            time.sleep(0.002)
-        worked = time.monotonic() - began
+    def recorded_run(self, hold: Hold, *args: str) -> list[dict[str, Any]]:
+        """Run to the end; the points of its work, in order (each with its monotonic time)."""
+        proc = self.start(hold, *args)
         _, stderr = proc.communicate(timeout=600)
         assert proc.returncode == 0, stderr.decode()
-        return worked
+        points = hold.events()
+        assert points[0]["phase"] == "start" and points[-1]["phase"] == "end", points
+        return points
 
-    def killed_run(self, delay: float, *args: str) -> bool:
-        """SIGKILL a run `delay` seconds after it took the lock; False if it was done first."""
-        proc = self.start(*args)
-        self.working_since(proc)
-        time.sleep(delay)
-        working = self._holds_lock(proc)
-        proc.kill()
-        _, stderr = proc.communicate(timeout=60)
-        assert proc.returncode in (0, -9), stderr.decode()
-        return working and proc.returncode == -9
+    def killed_run(
+        self, hold: Hold, clean: list[dict[str, Any]], at: int, share: float, *args: str
+    ) -> bool:
+        """Hold a run at point `at`, let it go, and SIGKILL it `share` of the way (in the
+        time the `clean` run took) to the next point, where it is held if it gets there
+        first. Whether the kill hit the run at work: holding the writer lock, not yet done."""
+        gap = clean[at]["t"] - clean[at - 1]["t"]  # clean[at] is point number at + 1
+        proc = self.start(hold, *args, at=at)
+        try:
+            held = hold.wait_held(proc=proc)
+            assert held["n"] == at, held
+            hold.release(at)
+            time.sleep(share * gap)  # where the kill lands between the two points
+            working = self._holds_lock(proc) and proc.poll() is None
+            proc.kill()
+            _, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == -9, stderr.decode()
+        return working
 
     def rerun(self) -> None:
         with Memory(settings=self.settings) as memory:
@@ -293,19 +300,19 @@ class References:
     clean: Snapshot
     clean_edited: Snapshot
     clean_keyword: Snapshot
-    durations: dict[str, float]
+    points: dict[str, list[dict[str, Any]]]  # the points of each kind's clean run
 
 
-def _references(vault: Path, indexes: Path, model: Path) -> References:
+def _references(vault: Path, indexes: Path, model: Path, holds: Path) -> References:
     notes, edited = _notes(), _edited(_notes())
     _put(vault, notes)
     clean = Target(vault, indexes / "clean", _env(indexes / "clean", model))
-    durations = {FIRST: clean.timed_run()}
+    points = {FIRST: clean.recorded_run(Hold(holds / "clean-first"))}
     reference = _snapshot(clean.settings, vectors=True)
-    durations[FORCE] = clean.timed_run("--force")
+    points[FORCE] = clean.recorded_run(Hold(holds / "clean-force"), "--force")
     assert not _differences(_snapshot(clean.settings, vectors=True), reference)
     keyword = Target(vault, indexes / "clean-kw", _env(indexes / "clean-kw", None))
-    durations[KEYWORD_ONLY] = keyword.timed_run()
+    points[KEYWORD_ONLY] = keyword.recorded_run(Hold(holds / "clean-keyword"))
     reference_keyword = _snapshot(keyword.settings, vectors=False)
     assert reference_keyword.results == _snapshot(clean.settings, vectors=False).results
     # The edits on a copy of the clean index, against a clean index of the edited notes.
@@ -313,37 +320,38 @@ def _references(vault: Path, indexes: Path, model: Path) -> References:
     shutil.copytree(clean.index_dir, updated.index_dir)
     _put(vault, edited)
     clean_edited = Target(vault, indexes / "clean-edited", _env(indexes / "clean-edited", model))
-    clean_edited.timed_run()
+    clean_edited.recorded_run(Hold(holds / "clean-edited"))
     reference_edited = _snapshot(clean_edited.settings, vectors=True)
-    durations[EDITS] = updated.timed_run()
-    assert not _differences(
-        _snapshot(updated.settings, vectors=True), reference_edited, results=False
-    )
+    points[EDITS] = updated.recorded_run(Hold(holds / "clean-edits"))
+    assert not _differences(_snapshot(updated.settings, vectors=True), reference_edited)
     _put(vault, notes)
-    return References(notes, edited, reference, reference_edited, reference_keyword, durations)
+    return References(notes, edited, reference, reference_edited, reference_keyword, points)
 
 
 def _kill_and_rerun(
-    kind: str, delay: float, target: Target, refs: References
+    kind: str, kill: tuple[Hold, int, float], target: Target, refs: References
 ) -> tuple[bool, list[str]]:
-    """One kill of `kind` and the run after it; whether the kill hit a run at work, and how
-    the result differs from the clean index of the same notes."""
+    """One kill of `kind` (held at a point, killed a share of the way to the next) and the
+    run after it; whether the kill hit a run at work, and how the result differs from the
+    clean index of the same notes."""
     expected = refs.clean
-    if kind == FORCE:
-        killed = target.killed_run(delay, "--force")  # on the complete index of the last kill
+    hold, at, share = kill
+    clean = refs.points[kind]
+    if kind == FORCE:  # on the complete index of the last kill
+        killed = target.killed_run(hold, clean, at, share, "--force")
     elif kind == EDITS:
         _put(target.vault, refs.edited)
-        killed = target.killed_run(delay)
+        killed = target.killed_run(hold, clean, at, share)
         expected = refs.clean_edited
     else:
         shutil.rmtree(target.index_dir, ignore_errors=True)
-        killed = target.killed_run(delay)
+        killed = target.killed_run(hold, clean, at, share)
         if kind == KEYWORD_ONLY:
             expected = refs.clean_keyword
     try:
         target.rerun()
         got = _snapshot(target.settings, vectors=kind != KEYWORD_ONLY)
-        return killed, _differences(got, expected, results=kind != EDITS)
+        return killed, _differences(got, expected)
     except AssertionError as exc:  # an index not even consistent in itself
         return killed, [str(exc).splitlines()[0]]
     finally:
@@ -361,23 +369,30 @@ def test_killed_index_runs_end_as_a_clean_index(tmp_path: Path, tiny_model: Path
     assert keeper is not None
     try:
         keeper.embed(["warm up"], kind="query")
-        refs = _references(vault, indexes, tiny_model)
+        holds = tmp_path / "holds"
+        refs = _references(vault, indexes, tiny_model, holds)
         rng = random.Random(SEED)
         log: list[str] = []
         for number in range(KILLS):
             # In turn: a first index, then --force and the edits on the index it left.
             kind = KINDS[number % len(KINDS)]
-            # Within the reference run's time, short of its end: runs vary with the load.
-            delay = rng.uniform(0, 0.85 * refs.durations[kind])
+            clean = refs.points[kind]
+            # Any point but the last ("end": the work is done), and a share of the way on.
+            at, share = rng.randint(1, len(clean) - 1), rng.random()
+            point = clean[at - 1]
             target = victim_keyword if kind == KEYWORD_ONLY else victim
-            killed, problems = _kill_and_rerun(kind, delay, target, refs)
-            entry = f"#{number + 1} {kind}: kill at +{delay:.2f}s" + ("" if killed else " (done)")
+            kill = (Hold(holds / f"kill-{number + 1}"), at, share)
+            killed, problems = _kill_and_rerun(kind, kill, target, refs)
+            entry = (
+                f"#{number + 1} {kind}: kill {share:.0%} on from point {at}/{len(clean)} "
+                f"({point['phase']} {point['done']}/{point['total']})"
+            ) + ("" if killed else " (not at work)")
             log.append(entry + (f" -> differs in {', '.join(problems)}" if problems else ""))
         print("\n" + "\n".join(log))
-        worked = {kind: round(seconds, 2) for kind, seconds in refs.durations.items()}
-        print(f"seconds each kind of run holds the writer lock: {worked}")
+        worked = {kind: round(p[-1]["t"] - p[0]["t"], 2) for kind, p in refs.points.items()}
+        print(f"seconds each kind of clean run holds the writer lock: {worked}")
         assert [entry for entry in log if " -> " in entry] == []
-        # Most kills must have hit a run at work, not one that had already finished.
-        assert sum("(done)" not in entry for entry in log) >= KILLS // 2, log
+        # Every kill hit a run at work: held or between two points, never one already done.
+        assert [entry for entry in log if "(not at work)" in entry] == []
     finally:
         keeper.close()

@@ -14,6 +14,7 @@ import pytest
 
 from apus.index.store import Store
 from integration.helpers import make_settings, run_apus, write_note
+from support.llama_build import backend_libraries, build_offloads, cpu_features, cpu_has
 
 BIRDS = ("heron", "egret", "ibis", "stork", "crane", "bittern", "plover", "curlew", "dunlin")
 
@@ -63,9 +64,17 @@ def test_doctor_with_the_tiny_model_measures_a_real_embedding(
     assert index["vectors"]["store"] == index["vectors"]["faiss"] == 40
     embedding = checks["embedding"]
     assert embedding["ok"], embedding
-    assert embedding["device"] in ("cpu", "gpu")
+    offloads = build_offloads()  # from the build's libraries, not the call the code makes
+    assert (embedding["device"], embedding["gpu_offload"], embedding["gpu_layers"]) == (
+        ("gpu", True, -1) if offloads else ("cpu", False, 0)
+    ), backend_libraries()
     assert embedding["tokens_per_second"] > 0
-    assert "AVX" in embedding["system_info"] or "CPU" in embedding["system_info"]
+    # llama.cpp's own line names the instruction sets its CPU backend was built for: each
+    # is one this CPU has (the build never assumes more than the machine runs).
+    built = cpu_features(embedding["system_info"])
+    assert {"SSE3", "AVX"} & built or not Path("/proc/cpuinfo").exists(), built
+    missing = [name for name in built if not cpu_has(name)]
+    assert missing == [], embedding["system_info"]
     assert embedding["pending_chunks"] == 1 and embedding["pending_seconds"] is not None
 
     human = run_apus("--vault", vault, "doctor", env=env).stdout

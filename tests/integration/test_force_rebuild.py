@@ -4,6 +4,9 @@ Search keeps answering from the old index until then (the rule that keyword sear
 available), readers that hold the old index open follow the swap by themselves, and a run
 that dies half-way leaves the old index serving and its half-built one for the next run to
 clean up.
+
+Each test stops the rebuild at a known point of its work (`support.holds`) to search or kill
+it there, so what it shows does not depend on how fast the machine runs the rebuild.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from apus.index.shadow import shadow_dir
 from apus.index.store import Store
 from apus.memory import Memory
 from apus.search.engine import Searcher, SearchOptions
+from support.holds import Hold
 
 from .helpers import (
     APUS,
@@ -75,30 +78,22 @@ def _start_forced_index(vault: Path, env: dict[str, str] | None = None) -> subpr
     )
 
 
-def _search_while_running(
-    proc: subprocess.Popen[str], settings: Settings, searcher: Searcher
-) -> tuple[int, list[str]]:
-    """Search until the rebuild ends: a long-lived searcher (as the app and the agent server
-    keep one) and a fresh session per query (as `apus memory search` opens one), in turn.
-    Returns how many searches ran and which of them came back empty."""
-    writer_pid = settings.index_dir() / "writer.pid"
-    queries = ["kestrel", "marker0042", "marker1500", "marker2999", "hedgerows canal"]
-    searches, empty, during_write = 0, [], 0
-    while proc.poll() is None:
-        query = queries[searches % len(queries)]
-        if searches % 2:
-            with Memory(settings=settings) as memory:
-                response = memory.search(query, KEYWORD)
-        else:
-            response = searcher.search(query, KEYWORD)
-        searches += 1
-        during_write += writer_pid.exists()
-        if not response.hits:
-            keyword = response.legs["keyword"]
-            empty.append(f"{query!r}: {keyword.reason or 'no hits'}")
-    # The searches must have overlapped the rebuild itself, not only the process start.
-    assert during_write >= 20, f"only {during_write} searches ran while the index was written"
-    return searches, empty
+QUERIES = ["kestrel", "marker0042", "marker1500", "marker2999", "hedgerows canal"]
+
+
+def _search_once(number: int, settings: Settings, searcher: Searcher) -> str | None:
+    """Search number `number`: a long-lived searcher (as the app and the agent server keep
+    one) and a fresh session per query (as `apus memory search` opens one), in turn. Returns
+    why it came back empty, or None."""
+    query = QUERIES[number % len(QUERIES)]
+    if number % 2:
+        with Memory(settings=settings) as memory:
+            response = memory.search(query, KEYWORD)
+    else:
+        response = searcher.search(query, KEYWORD)
+    if response.hits:
+        return None
+    return f"{query!r}: {response.legs['keyword'].reason or 'no hits'}"
 
 
 @pytest.mark.slow
@@ -108,11 +103,25 @@ def test_search_never_goes_blank_during_a_forced_rebuild(tmp_path: Path) -> None
     run_apus("--vault", vault, "memory", "index")
     _rewrite_unnoticed(vault / "n00/note-0007.md", "kestrel", "ospreys")
     searcher = Searcher(settings)
+    hold = Hold(tmp_path / "hold")
+    shadow_db = shadow_dir(settings.index_dir()) / Store.FILENAME
     try:
         assert [h.path for h in searcher.search("ospreys", KEYWORD).hits] == []
-        proc = _start_forced_index(vault)
+        # Stopped half-way through writing the new index, while it holds the writer lock:
+        # the first searches overlap the rebuild itself on any machine.
+        proc = _start_forced_index(vault, cli_env(**hold.env("index:1500")))
+        searches, empty = 0, []
         try:
-            searches, empty = _search_while_running(proc, settings, searcher)
+            hold.wait_held(proc=proc)
+            assert _count(shadow_db, "files") == 1500
+            assert (settings.index_dir() / "writer.pid").exists()
+            for _ in range(20):
+                empty += filter(None, [_search_once(searches, settings, searcher)])
+                searches += 1
+            hold.release()
+            while proc.poll() is None:  # and on through the rest of it, and the swap
+                empty += filter(None, [_search_once(searches, settings, searcher)])
+                searches += 1
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -140,13 +149,12 @@ def _count(db: Path, table: str) -> int:
         return 0
 
 
-def _kill_when(proc: subprocess.Popen[str], ready: object) -> None:
-    """SIGKILL the process as soon as `ready()` holds; fail if it ended first."""
+def _kill_held(proc: subprocess.Popen[str], hold: Hold) -> None:
+    """SIGKILL the process where it is held; fail if it ended before it got there."""
     try:
-        while proc.poll() is None and not ready():  # type: ignore[operator]
-            time.sleep(0.005)
+        hold.wait_held(proc=proc)
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -165,9 +173,12 @@ def test_a_forced_rebuild_killed_half_way_leaves_the_old_index_serving(tmp_path:
     kestrels = search_paths(settings, "kestrel", limit=20)
     shadow_db = shadow_dir(index_dir) / Store.FILENAME
 
-    # Killed once the half-built store holds a batch: no chance to clean up at all.
-    proc = _start_forced_index(vault)
-    _kill_when(proc, lambda: _count(shadow_db, "files") > 0)
+    # Killed once the half-built store holds its first batch of 500 notes: no chance to
+    # clean up at all.
+    hold = Hold(tmp_path / "hold")
+    proc = _start_forced_index(vault, cli_env(**hold.env("index:500")))
+    _kill_held(proc, hold)
+    assert _count(shadow_db, "files") == 500
 
     assert shadow_dir(index_dir).is_dir()  # left behind, for the next run to remove
     assert (generation(settings), KeywordIndex(index_dir).state()) == before
@@ -231,7 +242,9 @@ def test_force_embeds_only_new_text_and_open_readers_follow_the_swap(
         assert reader.search("marker007", SearchOptions(mode="keyword")).hits == []
 
 
-def test_embeddings_of_a_killed_forced_rebuild_are_kept(model_settings: Settings) -> None:
+def test_embeddings_of_a_killed_forced_rebuild_are_kept(
+    model_settings: Settings, tmp_path: Path
+) -> None:
     vault = model_settings.vault_path()
     for path in sorted((vault / "notes").iterdir()):
         path.write_text(path.read_text(encoding="utf-8") + "Seen again.\n", encoding="utf-8")
@@ -239,13 +252,17 @@ def test_embeddings_of_a_killed_forced_rebuild_are_kept(model_settings: Settings
     live_cache = _count(index_dir / Store.FILENAME, "embedding_cache")
     shadow_db = shadow_dir(index_dir) / Store.FILENAME
 
-    # Killed once the half-built store has embedded some of the new texts.
-    proc = _start_forced_index(vault, dict(os.environ))
-    _kill_when(proc, lambda: _count(shadow_db, "embedding_cache") >= live_cache + 32)
+    # Killed once the half-built store has committed two checkpoints (16 chunks each) of
+    # the new texts, and before it embeds a third.
+    hold = Hold(tmp_path / "hold")
+    proc = _start_forced_index(vault, {**os.environ, **hold.env("embed:32")})
+    _kill_held(proc, hold)
     salvaged = _count(shadow_db, "embedding_cache") - live_cache
-    assert 32 <= salvaged < 300
+    assert salvaged == 32
 
-    report = run_json("--vault", vault, "memory", "index", "--json", env=dict(os.environ))
+    report = run_json(
+        "--vault", vault, "memory", "index", "--json", env=dict(os.environ), timeout=600
+    )
     assert not shadow_dir(index_dir).exists()
     assert report["changed"] == 300
     # What the killed run embedded came back from the cache: only the rest was embedded.

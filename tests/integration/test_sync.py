@@ -21,8 +21,9 @@ from apus.errors import IndexBusyError
 from apus.index.keyword import STAMP_FILE, KeywordIndex
 from apus.index.lock import WriterLock
 from apus.index.progress import SyncProgress
-from apus.index.status import collect_status
+from apus.index.status import IndexStatus, collect_status
 from apus.search.engine import Searcher
+from support.holds import Hold
 
 from .helpers import (
     APUS,
@@ -517,24 +518,55 @@ def test_a_database_without_its_schema_reads_as_not_indexed(tmp_path: Path) -> N
     assert search_paths(settings, "albatross") == ["alpha.md"]
 
 
-def test_status_read_while_the_first_index_is_built_never_fails(tmp_path: Path) -> None:
+def test_status_read_while_the_first_index_is_built_never_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = make_settings(_numbered_vault(tmp_path / "vault", 300))
+    # The build stops at every point of its work (lock taken, each progress event, done):
+    # a status is read at each, so reads overlap every stage of it on any machine. A
+    # reader polling all along meets it between those points too.
+    hold = Hold(tmp_path / "hold")
+    for name, value in hold.env(1).items():
+        monkeypatch.setenv(name, value)
     errors: list[BaseException] = []
     done = threading.Event()
 
+    def read() -> IndexStatus | None:
+        try:
+            return collect_status(settings)
+        except BaseException as exc:  # every failure is the finding
+            errors.append(exc)
+            return None
+
     def poll() -> None:
         while not done.is_set():
-            try:
-                collect_status(settings)
-            except BaseException as exc:  # every failure is the finding
-                errors.append(exc)
+            read()
+
+    def build() -> None:
+        try:
+            sync(settings)
+        except BaseException as exc:
+            errors.append(exc)
 
     reader = threading.Thread(target=poll)
+    builder = threading.Thread(target=build)
     reader.start()
+    builder.start()
+    read_at: list[tuple[str, int | None]] = []
     try:
-        sync(settings)
+        point = {"n": 0, "phase": ""}
+        while point["phase"] != "end":
+            point = hold.wait_held(point["n"], ended=lambda: not builder.is_alive())
+            status = read()
+            read_at.append((point["phase"], None if status is None else status.files))
+            hold.release(point["n"])
     finally:
+        hold.release()
+        builder.join()
         done.set()
         reader.join()
     assert errors == []
+    phases = [phase for phase, _ in read_at]
+    assert {"start", "scan", "index", "keyword", "end"} <= set(phases), phases
+    assert read_at[0] == ("start", 0) and read_at[-1] == ("end", 300)
     assert collect_status(settings).files == 300

@@ -16,7 +16,11 @@ from apus.index.identity import stored_identity
 from apus.index.progress import SyncProgress
 from apus.index.store import Store
 from apus.memory import Memory
+from apus.memory.session import MemoryEvent
+from apus.memory.sync_queue import SyncFinished, SyncStarted
 from apus.search.engine import SearchOptions
+from support.holds import Hold
+from support.ports import refusing_port
 from support.recording_server import RecordingServer
 from support.tiny_gguf import write_tiny_gguf
 
@@ -84,7 +88,7 @@ def test_index_and_hybrid_search_with_the_managed_server(
 
 
 def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
-    vault: Path, tiny_models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    vault: Path, tiny_models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     old = local_model_settings(
         vault, tiny_models[0], monkeypatch, APUS_MEMORY__SEARCH__LOCAL__PREFIXSCHEME="none"
@@ -105,10 +109,25 @@ def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
     assert waiting.reason.endswith("0% done, waiting for the next sync")
     # A session from the environment, as the CLI opens it: the first search starts the one
     # background re-embed in a detached `apus memory index`.
+    hold = Hold(tmp_path / "hold")  # the detached run stops before its first vectors
+    for name, value in hold.env("embed:0").items():
+        monkeypatch.setenv(name, value)
     with Memory(SettingsSource(vault=vault)) as memory:
         during = memory.search("router closet", SearchOptions(mode="hybrid"))
         assert during.legs["keyword"].ran
         assert during.hits and during.hits[0].path == "projects/network.md"
+        hold.wait_held()
+        # The rebuild runs in another process, and this one says so; search is by words.
+        writer = (new.index_dir() / "writer.pid").read_text(encoding="utf-8").strip()
+        assert writer != str(os.getpid())
+        assert memory.embeddings().state == "rebuilding"
+        held = memory.search("router closet", SearchOptions(mode="hybrid"))
+        assert held.legs["keyword"].ran and not held.legs["vector"].ran
+        assert held.legs["vector"].reason == (
+            "embeddings are being built (0%); keyword results meanwhile"
+        )
+        assert held.hits and held.hits[0].path == "projects/network.md"
+        hold.release()
         deadline = time.monotonic() + 120
         while memory.embeddings().state != "ready":
             assert time.monotonic() < deadline, "the background re-embed did not finish"
@@ -124,6 +143,73 @@ def test_prefix_scheme_change_reembeds_once_while_keyword_serves(
     finally:
         store.close()
     # Once rebuilt, opening again starts nothing: the decision is "serve".
+    assert embeddings(new).state == "ready"
+    stop_server(new)
+
+
+def _unprefixed_index(
+    vault: Path, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Settings, int]:
+    """An index embedded before task prefixes existed; the settings of today (prefixes on,
+    from the GGUF) and the store's cache size."""
+    old = local_model_settings(
+        vault, model, monkeypatch, APUS_MEMORY__SEARCH__LOCAL__PREFIXSCHEME="none"
+    )
+    sync(old)
+    store = Store(old.index_dir(), readonly=True)
+    try:
+        return local_model_settings(vault, model, monkeypatch), store.cache_size()
+    finally:
+        store.close()
+
+
+def test_a_live_session_rebuilds_unprefixed_vectors_once_in_its_queue(
+    vault: Path, tiny_models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # As the app and `apus mcp` run: the one rebuild goes to the session's own sync queue.
+    new, before_cache = _unprefixed_index(vault, tiny_models[0], monkeypatch)
+    hold = Hold(tmp_path / "hold")  # the rebuild stops before its first batch of vectors
+    for name, value in hold.env("embed:0").items():
+        monkeypatch.setenv(name, value)
+    events: list[MemoryEvent] = []
+    finished = threading.Event()
+
+    def hear(event: MemoryEvent) -> None:
+        events.append(event)
+        if isinstance(event, SyncFinished):
+            finished.set()
+
+    with Memory(settings=new) as memory:
+        memory.subscribe(hear)
+        memory.start_live(watch=False)
+        point = hold.wait_held()
+        assert point["total"] > 0
+        # The rebuild is running, in this process (its queue holds the writer lock)...
+        assert [type(e) for e in events[:1]] == [SyncStarted]
+        assert not finished.is_set()
+        writer = (new.index_dir() / "writer.pid").read_text(encoding="utf-8").split()
+        assert writer[0] == str(os.getpid())
+        assert memory.embeddings().state == "rebuilding"
+        # ...and search answers by words meanwhile: the vector leg stays off, saying why.
+        during = memory.search("router closet", SearchOptions(mode="hybrid"))
+        assert during.legs["keyword"].ran and not during.legs["vector"].ran
+        assert during.legs["vector"].reason == (
+            "embeddings are being built (0%); keyword results meanwhile"
+        )
+        assert during.hits and during.hits[0].path == "projects/network.md"
+        hold.release()
+        assert finished.wait(120), "the queued rebuild did not finish"
+        report = next(e for e in events if isinstance(e, SyncFinished)).report
+        assert report is not None and report.embedding.state == "done"
+        assert memory.embeddings().state == "ready"
+        after = memory.search("router closet", SearchOptions(mode="hybrid"))
+        assert after.legs["vector"].ran, after.legs["vector"].reason
+    store = Store(new.index_dir(), readonly=True)
+    try:
+        # Once: one fresh vector per chunk (+ the trusted trigger), the old ones never reused.
+        assert store.cache_size() == before_cache + store.counts()[1] + 1
+    finally:
+        store.close()
     assert embeddings(new).state == "ready"
     stop_server(new)
 
@@ -210,21 +296,22 @@ def test_exact_prefixed_strings_reach_an_openai_compatible_endpoint(
 def test_explicit_remote_provider_unreachable_is_reported(
     vault: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from apus.errors import ApusError
+    with refusing_port() as port:
+        from apus.errors import ApusError
 
-    monkeypatch.setenv("APUS_VAULT", str(vault))
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "openai-compatible")
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__MODEL", "some-model")
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__BASEURL", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__TIMEOUTSECONDS", "2")
-    settings = load_settings()
-    report = sync(settings)  # keyword data is still written
-    assert report.embedding.state == "unavailable" and report.chunks > 0
-    with Memory(settings=settings) as memory:
-        with pytest.raises(ApusError, match="unavailable"):
-            memory.search("garden", SearchOptions(mode="hybrid"))
-        keyword_only = memory.search("garden", SearchOptions(mode="keyword"))
-        assert keyword_only.hits[0].path == "projects/garden.md"
+        monkeypatch.setenv("APUS_VAULT", str(vault))
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "openai-compatible")
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__MODEL", "some-model")
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__BASEURL", f"http://127.0.0.1:{port}/v1")
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__TIMEOUTSECONDS", "2")
+        settings = load_settings()
+        report = sync(settings)  # keyword data is still written
+        assert report.embedding.state == "unavailable" and report.chunks > 0
+        with Memory(settings=settings) as memory:
+            with pytest.raises(ApusError, match="unavailable"):
+                memory.search("garden", SearchOptions(mode="hybrid"))
+            keyword_only = memory.search("garden", SearchOptions(mode="keyword"))
+            assert keyword_only.hits[0].path == "projects/garden.md"
 
 
 def test_fallback_none_makes_missing_local_embeddings_an_error(

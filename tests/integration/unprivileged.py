@@ -3,22 +3,28 @@
 Root reads and enters any folder whatever its mode, so "permission denied" cases are run
 as `nobody` in a subprocess: a Python of this version that `nobody` may execute, with this
 interpreter's packages on its path. Tests skip only where no such setup is possible.
+In-process cases (`call_unprivileged`) run in a forked child that becomes `nobody`: nothing
+needs installing for that, so they never skip.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 NOBODY = 65534  # the conventional unprivileged user and group
+T = TypeVar("T")
 
 
 def _as_nobody() -> None:
@@ -96,3 +102,46 @@ def nobody_home(root: Path, env: Mapping[str, str]) -> dict[str, str]:
     result["XDG_RUNTIME_DIR"] = str(home / "runtime")
     result["HOME"] = str(home)
     return result
+
+
+def privileged() -> bool:
+    """Whether this process reads and enters files whatever their mode (root)."""
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def call_unprivileged(work: Callable[[], T], env: Mapping[str, str] | None = None) -> T:
+    """`work()`'s result, computed where file modes are enforced: here when this process is
+    not root, else in a forked child that has become `nobody` (with `env` set in it). Its
+    files must be where `nobody` can reach them (`shared_folder`); its result and any
+    exception it raises come back pickled."""
+    if not privileged():
+        return work()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        status = 0
+        try:
+            os.close(read)
+            os.environ.update(env or {})
+            _as_nobody()
+            try:
+                outcome: tuple[bool, object] = (True, work())
+            except BaseException as exc:
+                outcome = (False, (exc, traceback.format_exc()))
+            with os.fdopen(write, "wb") as pipe:
+                pickle.dump(outcome, pipe)
+        except BaseException:
+            status = 1
+        finally:
+            os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert data and os.waitstatus_to_exitcode(status) == 0, "the unprivileged child failed"
+    ok, value = pickle.loads(data)
+    if ok:
+        return value  # type: ignore[return-value]
+    exc, text = value
+    exc.add_note(f"raised as nobody, in a forked child:\n{text}")
+    raise exc

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
 from textual.widgets import Static
 
+from apus.index.progress import Eta
 from apus.tui.app import ApusApp
 from apus.tui.format import eta_text
 from apus.tui.screens.search import SearchScreen
@@ -17,6 +19,7 @@ from apus.tui.screens.status import StatusScreen
 from apus.tui.state import BackgroundWork, ProviderView
 from apus.tui.widgets.status_bar import StatusBar
 from integration.helpers import run_apus
+from support.holds import Hold
 from support.server_killer import ServerKiller, server_pids
 
 from .factory import SIZE, make_app, settle, write_vault
@@ -80,9 +83,13 @@ async def test_embedding_shows_progress_with_an_eta_and_rebuilding_only_while_it
 ) -> None:
     monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
     monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODEL_PATH", str(tiny_model))
+    # The app's sync stops once it has embedded its first 16 passages, until let go.
+    hold = Hold(tmp_path / "hold")
+    for name, value in hold.env("embed:16").items():
+        monkeypatch.setenv(name, value)
     notes = {
         f"notes/m{number:03}.md": f"# Note {number}\n\n" + "water light tree house " * 75
-        for number in range(150)  # a few seconds of embedding: long enough for a rate
+        for number in range(150)  # many batches of 16 passages
     }
     vault = write_vault(tmp_path / "home" / "notes", notes)
     app = make_app(vault, config_file)
@@ -97,11 +104,26 @@ async def test_embedding_shows_progress_with_an_eta_and_rebuilding_only_while_it
     async with app.run_test(size=SIZE) as pilot:
         app.watch(app, "provider", lambda view: views.append(view))
         app.watch(app, "background", on_work)
+        while (point := hold.held()) is None:
+            await pilot.pause(0.01)
+        assert (point["phase"], point["done"]) == ("embed", 16) and point["total"] > 32
+        # Embedding, and shown so: the status bar says rebuilding and how far it has got.
+        while not work or work[-1][0].done != 16:
+            await pilot.pause(0.01)
+        assert work[-1][1].startswith(f"Embedding passages 16/{point['total']:,}")
+        while app.provider.state != "rebuilding":  # the status it reloads as embedding began
+            await pilot.pause(0.01)
+        # An ETA needs a rate measured over Eta.MIN_ELAPSED_S of embedding: held that long,
+        # the next batch's progress has one, on a machine of any speed.
+        while time.monotonic() < point["t"] + Eta.MIN_ELAPSED_S:
+            await pilot.pause(0.01)
+        hold.release()
         await settle(pilot)
         await settle(pilot)
         assert provider_text(app) == "● semantic ready"
     timed = [(item, text) for item, text in work if item.eta_seconds is not None]
-    assert timed, f"no embedding progress with an ETA among {len(work)} updates"
+    # At the latest the first batch after the hold has a rate to go on.
+    assert timed and timed[0][0].done <= 32, [item for item, _ in work]
     for item, text in timed:
         eta = eta_text(item.eta_seconds)
         assert eta and text == f"Embedding passages {item.done:,}/{item.total:,} · {eta}"

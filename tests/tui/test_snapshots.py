@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from .factory import SIZE, SnapshotApp, fixed_hardware, index_vault, make_app, s
 
 Compare = Callable[..., bool]
 
-# Nothing listens on the discard port: the download fails at once with "connection refused".
+# A fixed address, since it is on screen: the discard port, which wizard_env checks refuses
+# (the download then fails at once with "connection refused", in the same words anywhere).
 UNREACHABLE_HUB = "http://127.0.0.1:9"
 
 TEST_MODEL = ModelManifest(
@@ -90,7 +92,11 @@ def wizard_env(monkeypatch: pytest.MonkeyPatch, vault: Path) -> Path:
     monkeypatch.delenv("APUS_MEMORY__SEARCH__PROVIDER")
     monkeypatch.setenv("APUS_MEMORY__SEARCH__STORE__PATH", "~/index")
     monkeypatch.setenv("HF_ENDPOINT", UNREACHABLE_HUB)
-    return vault
+    try:
+        socket.create_connection(("127.0.0.1", 9), timeout=5).close()
+    except ConnectionRefusedError:
+        return vault
+    pytest.fail("something listens on 127.0.0.1:9: the offline wizard snapshots need a refusal")
 
 
 def test_wizard_folder(snap_compare: Compare, wizard_env: Path, config_file: Path) -> None:

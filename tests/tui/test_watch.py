@@ -21,10 +21,11 @@ class Watching:
         self.batches: list[frozenset[Path]] = []
         self.arrived = threading.Condition()
         self.stop = threading.Event()
+        self.ready = threading.Event()  # the watcher says its OS watch is installed
         self.thread = threading.Thread(
             target=watch_notes,
             args=(roots, self._record),
-            kwargs={"stop": self.stop, "debounce_ms": DEBOUNCE_MS},
+            kwargs={"stop": self.stop, "debounce_ms": DEBOUNCE_MS, "on_ready": self.ready.set},
         )
 
     def _record(self, paths: frozenset[Path]) -> None:
@@ -54,7 +55,9 @@ def watching(tmp_path: Path) -> Iterator[tuple[Path, Watching]]:
     (vault / "sub").mkdir(parents=True)
     watcher = Watching([vault])
     watcher.thread.start()
-    time.sleep(0.3)  # let the OS watch be installed before the test touches files
+    # Files are touched only once the watch is installed, so none can be missed.
+    assert watcher.ready.wait(WAIT_S), "the watcher never said its watch was installed"
+    assert watcher.batches == []
     yield vault, watcher
     watcher.stop.set()
     watcher.thread.join(WAIT_S)

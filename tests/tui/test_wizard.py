@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,12 +32,9 @@ def hub(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
 
 
 @pytest.fixture
-def unreachable_hub(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A hub address where nothing listens: connections are refused at once."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+def unreachable_hub(monkeypatch: pytest.MonkeyPatch, refusing_hub: str) -> None:
+    """A hub address where connections are refused at once (held by the session)."""
+    monkeypatch.setenv("HF_ENDPOINT", refusing_hub)
 
 
 def wizard_app(config_file: Path, tiny_model: Path | None = None) -> ApusApp:

@@ -18,6 +18,7 @@ from apus.vault.scan import (
     read_note_text,
     scan_roots,
 )
+from integration.unprivileged import call_unprivileged, shared_folder
 
 
 def write(root: Path, rel_path: str, content: str | bytes = "# note\n") -> Path:
@@ -40,15 +41,24 @@ def skipped(result: ScanResult) -> dict[str, str]:
 
 @contextmanager
 def unreadable(path: Path) -> Iterator[None]:
-    """chmod 000 for the duration; skips the test where that does not block access (root)."""
+    """chmod 000 for the duration. What reads it runs through `call_unprivileged`, where the
+    mode is enforced even when the tests run as root."""
     mode = path.stat().st_mode
     path.chmod(0)
     try:
-        if os.access(path, os.R_OK):
-            pytest.skip("running with privileges that ignore permissions (root)")
+        assert not call_unprivileged(lambda: os.access(path, os.R_OK))
         yield
     finally:
         path.chmod(mode)
+
+
+@pytest.fixture
+def shared_vault() -> Iterator[Path]:
+    """An empty vault that `nobody` can reach (pytest's tmp_path is private to root)."""
+    with shared_folder() as folder:
+        root = folder / "vault"
+        root.mkdir(mode=0o755)
+        yield root
 
 
 @pytest.fixture
@@ -224,22 +234,23 @@ def test_dangling_symlink_is_skipped(vault: Path) -> None:
     assert read_note_text(vault / "gone.md").skip_reason == "not found"
 
 
-def test_unreadable_file_is_listed_then_skipped_when_read(vault: Path) -> None:
+def test_unreadable_file_is_listed_then_skipped_when_read(shared_vault: Path) -> None:
+    vault = shared_vault
     path = write(vault, "locked.md")
     with unreadable(path):
-        result = scan_roots(vault)
+        result, note = call_unprivileged(lambda: (scan_roots(vault), read_note_text(path)))
         assert rel_paths(result) == ["locked.md"]
-        note = read_note_text(path)
     assert note.text is None
     assert note.sha256 == ""
     assert note.skip_reason == "permission denied"
 
 
-def test_unreadable_folder_is_skipped(vault: Path) -> None:
+def test_unreadable_folder_is_skipped(shared_vault: Path) -> None:
+    vault = shared_vault
     write(vault, "ok.md")
     write(vault, "locked/inside.md")
     with unreadable(vault / "locked"):
-        result = scan_roots(vault)
+        result = call_unprivileged(lambda: scan_roots(vault))
     assert rel_paths(result) == ["ok.md"]
     assert skipped(result) == {"locked": "permission denied"}
 
@@ -350,10 +361,11 @@ def test_missing_or_file_vault_raises_clearly(tmp_path: Path) -> None:
         scan_roots(write(tmp_path, "file.md"))
 
 
-def test_unreadable_vault_raises_clearly(vault: Path) -> None:
+def test_unreadable_vault_raises_clearly(shared_vault: Path) -> None:
+    vault = shared_vault
     write(vault, "a.md")
     with unreadable(vault), pytest.raises(PermissionError, match="not readable"):
-        scan_roots(vault)
+        call_unprivileged(lambda: scan_roots(vault))
 
 
 def test_cancel_before_start(vault: Path) -> None:

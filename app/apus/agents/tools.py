@@ -179,8 +179,10 @@ class AgentTools:
 
     def memory_status(self) -> dict[str, Any]:
         """What is indexed, what was skipped and why, and whether search by meaning works
-        (the object `apus memory status --json` prints)."""
-        return self.memory.status().as_dict()
+        (the object `apus memory status --json` prints), and whether edits on disk reach the
+        index by themselves from now on (`watching`)."""
+        # `watching` is this server's own: a one-shot `status --json` watches nothing.
+        return {**self.memory.status().as_dict(), "watching": self.memory.watch_live}
 
     def sessions_search(
         self,

@@ -23,6 +23,7 @@ from apus.config import Settings
 from apus.embed.providers import ProviderResolution
 from apus.errors import VaultError
 from apus.index.embedding import EmbedOutcome, EmbedRequest, run_embedding
+from apus.index.holds import hold_point, hold_progress
 from apus.index.keyword import KeywordIndex
 from apus.index.lock import WriterLock
 from apus.index.media import MEDIA_RULE, admit_media, is_media_path, media_new_file, read_media
@@ -319,8 +320,14 @@ class Indexer:
         self._check_vault()
         started = time.monotonic()
         report = SyncReport()
-        emit = progress or ignore_progress
+        told = progress or ignore_progress
+
+        def emit(event: SyncProgress) -> None:
+            told(event)
+            hold_progress(event)  # a test hook: nothing unless APUS_TEST_HOLD is set
+
         with WriterLock(self.index_dir, self.vault):
+            hold_point("start")
             report.store_set_aside = Store.set_aside_if_damaged(self.index_dir, thorough=force)
             store = Store(self.index_dir)
             try:
@@ -331,6 +338,7 @@ class Indexer:
                     self._update_in_place(store, report, reembed, cancel, emit)
             finally:
                 store.close()
+            hold_point("end")
         report.seconds = time.monotonic() - started
         return report
 

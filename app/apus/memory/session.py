@@ -92,6 +92,7 @@ class Memory:
         self._embedding: SyncProgress | None = None  # this process's embed progress, if any
         self._stop_watching = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._watch_live = threading.Event()  # set once the OS watch is installed
 
     # -- what the session is about --------------------------------------------------------
 
@@ -277,6 +278,12 @@ class Memory:
         return self._watcher is not None and self._watcher.is_alive()
 
     @property
+    def watch_live(self) -> bool:
+        """Whether the watch is installed, so any change on disk from now on is picked up
+        (`watching` is true from the moment the watcher starts, a little before that)."""
+        return self._watch_live.is_set() and self.watching
+
+    @property
     def syncs(self) -> SyncQueue | None:
         """The background sync queue once `start_live` ran."""
         return self._syncs
@@ -392,6 +399,7 @@ class Memory:
                 stop=self._stop_watching,
                 debounce_ms=debounce_ms,
                 suffixes=suffixes,
+                on_ready=self._watch_live.set,
             )
         except Exception as exc:  # the index still updates on request; the faces say so
             log.exception("watching %s stopped", self.vault)

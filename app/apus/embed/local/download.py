@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -360,8 +361,23 @@ def _offline_error(manifest: ModelManifest, exc: Exception) -> DownloadError:
 
 
 def _describe(exc: Exception) -> str:
-    text = str(exc).strip()
+    # A refused or reset connection is named by Python's own class for it ("connection
+    # refused"), not the platform's errno text ("[Errno 111] ..." on Linux, 61 on macOS).
+    text = _connection_failure(exc) or str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _connection_failure(exc: BaseException) -> str:
+    """'connection refused' and the like, from an OSError subclass behind `exc`, else ''."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the chain httpx -> httpcore -> the socket's error is short
+        if seen is None:
+            return ""
+        if isinstance(seen, ConnectionError) and type(seen) is not ConnectionError:
+            words = re.sub(r"(?<!^)(?=[A-Z])", " ", type(seen).__name__.removesuffix("Error"))
+            return words.lower()
+        seen = seen.__cause__ or seen.__context__
+    return ""
 
 
 def _size_text(part: Path) -> str:

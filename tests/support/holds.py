@@ -1,0 +1,77 @@
+"""The test side of `apus.index.holds`: stop a sync at a point of its work, act, let it go.
+
+A kill, a search or a look at the status bar made while the sync is held there happens at
+that point on any machine, however loaded or fast it is.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from apus.index.holds import AT_ENV, FOLDER_ENV
+
+# Only a guard against a hang (the sync waits for the test, not for a clock): generous.
+PATIENCE_S = 300.0
+RELEASE_ALL = 10**9
+
+
+class Hold:
+    """One sync's points, recorded in `folder` (created)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def env(self, at: str | int | None = None) -> dict[str, str]:
+        """The variables that make a sync record its points and, with `at`, stop there."""
+        variables = {FOLDER_ENV: str(self.folder)}
+        if at is not None:
+            variables[AT_ENV] = str(at)
+        return variables
+
+    def events(self) -> list[dict[str, Any]]:
+        """The points passed so far, in order."""
+        try:
+            text = (self.folder / "events").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def held(self) -> dict[str, Any] | None:
+        try:
+            return json.loads((self.folder / "held").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+
+    def wait_held(
+        self,
+        after: int = 0,
+        proc: subprocess.Popen[Any] | None = None,
+        ended: Callable[[], bool] | None = None,
+    ) -> dict[str, Any]:
+        """Wait until the sync stands at a point numbered above `after`; return that point.
+        Fails if `proc` (or the sync `ended` tells of) ends first: it never got there."""
+        deadline = time.monotonic() + PATIENCE_S
+        while True:
+            point = self.held()
+            if point is not None and point["n"] > after:
+                return point
+            if (proc is not None and proc.poll() is not None) or (ended and ended()):
+                raise AssertionError(
+                    f"the sync ended before it was held after point {after}; "
+                    f"points passed: {self.events()[-3:]}"
+                )
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no sync was held after point {after} in {PATIENCE_S}s")
+            time.sleep(0.005)
+
+    def release(self, through: int = RELEASE_ALL) -> None:
+        """Let the sync go on past every point up to `through` (default: all of them)."""
+        staged = self.folder / "go.new"
+        staged.write_text(str(through), encoding="utf-8")
+        staged.replace(self.folder / "go")

@@ -617,6 +617,22 @@ class Store:
         with self._db:
             yield
 
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """Inside `transaction()`: a part that is undone alone when it raises, so one note
+        the database refuses does not undo the batch it is written with."""
+        if not self._db.in_transaction:
+            # SAVEPOINT outside a transaction would start one that RELEASE commits.
+            self._db.execute("BEGIN")
+        self._db.execute("SAVEPOINT part")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK TO part")
+            self._db.execute("RELEASE part")
+            raise
+        self._db.execute("RELEASE part")
+
     # -- meta ---------------------------------------------------------------------------
 
     def get_meta(self, key: str, default: str | None = None) -> str | None:

@@ -17,7 +17,9 @@ from agents.test_mcp_server import FRESHNESS_S, agent, call, server_env
 from apus.config import load_settings
 from integration.helpers import run_apus, write_note
 
-HUGE = "---\nimportance: 1" + "0" * 400 + "\ntags: [0x" + "f" * 4000 + "]\n---\n# Odd\n\nOdd note.\n"
+HUGE = (
+    "---\nimportance: 1" + "0" * 400 + "\ntags: [0x" + "f" * 4000 + "]\n---\n# Odd\n\nOdd note.\n"
+)
 REFUSE = (
     "CREATE TRIGGER refuse_insert BEFORE INSERT ON meta BEGIN "
     "SELECT RAISE(ABORT, 'injected: the index refuses writes'); END;"

@@ -309,7 +309,7 @@ class NewFile:
     triggers: tuple[str, ...]
     chunking: str
     replaced_utf8: bool
-    chunks: Sequence[Chunk]
+    chunks: Iterable[Chunk]  # may be made while add_file writes them (iterated once)
     tags: tuple[str, ...] = ()  # folded
     dated: str | None = None  # ISO day search filters by
     source: str = "memory"

@@ -47,7 +47,7 @@ from apus.index.store import (
     Store,
 )
 from apus.index.transcripts import TranscriptReport, sync_transcripts
-from apus.vault.chunk import CHUNKING_VERSION, chunk_note
+from apus.vault.chunk import CHUNKING_VERSION, iter_chunks
 from apus.vault.dates import date_from_path
 from apus.vault.markdown import ParsedNote, parse_note
 from apus.vault.scan import (
@@ -253,8 +253,9 @@ class _BatchWriter:
         except _NOTE_FAILURES as exc:
             self.refused.append(new.path)
             self.plan.skipped.append(SkippedFile(new.path, failure_reason(exc)))
+            where = " when written to the index" if isinstance(exc, sqlite3.Error) else ""
             self.plan.problems[new.path] = NoteProblem(
-                new.path, f"{failure_reason(exc)} when written to the index", NOTE_FIX, False
+                new.path, f"{failure_reason(exc)}{where}", NOTE_FIX, False
             )
             previous = self.plan.known.get(new.path)
             if previous is not None and not self.rebuilding:
@@ -295,8 +296,9 @@ class _BatchWriter:
         if not self.plan.rebuild_keyword:
             known = self.plan.known
             replaced = [known[new.path].id for new in written if new.path in known]
+            # Read back lazily: Whoosh takes them one by one (its writer's pool is bounded).
             self.mirror(
-                replaced + [r[0].id for r in self.renames], list(store.iter_chunks(ids)), generation
+                replaced + [r[0].id for r in self.renames], store.iter_chunks(ids), generation
             )
         self.new, self.renames = [], []
 
@@ -338,6 +340,8 @@ class _ShadowWriter(_BatchWriter):
             for new in self.new:
                 source = self.sources.get(new.path)
                 before = live_chunks.get(source.id, []) if source is not None else []
+                if before:  # matched against the live chunks, then written: made once
+                    new = replace(new, chunks=list(new.chunks))
                 self.write_note(new, _reusable_ids(new, before))
             self.store.bump_generation()
         self.new, self.sources = [], {}
@@ -680,7 +684,9 @@ class Indexer:
     ) -> NewFile:
         chunking = self.settings.search.chunking
         note = parse_note(text, fallback_title=Path(scanned.rel_path).stem)
-        chunks = chunk_note(note, max_tokens=chunking.tokens, overlap=chunking.overlap)
+        # Made while the store writes them (apus.vault.chunk): a huge note's chunks are never
+        # all held at once. A failure while chunking surfaces there, caught at this note.
+        chunks = iter_chunks(note, max_tokens=chunking.tokens, overlap=chunking.overlap)
         facts = _facts(scanned, note)
         if note.problems:
             plan.problems[scanned.rel_path] = NoteProblem(

@@ -234,7 +234,8 @@ def _first_h1(lines: list[str]) -> str | None:
 def parse_note(text: str, *, fallback_title: str) -> ParsedNote:
     """Split `text` into frontmatter metadata and body; never raises on odd content."""
     text = text.removeprefix("\ufeff")
-    lines = split_lines(text)
+    # One line (a huge minified note): the text itself, not a copy made by the split.
+    lines = split_lines(text) if "\n" in text or "\r" in text else [text] if text else []
     source, body_index = _split_frontmatter(lines)
     data, unreadable = _load_frontmatter(source) if source is not None else (None, None)
     meta, problems = _read_meta(data) if data is not None else (NoteMeta(), [])
@@ -244,7 +245,8 @@ def parse_note(text: str, *, fallback_title: str) -> ParsedNote:
     title = meta.title or _first_h1(body_lines) or fallback_title
     return ParsedNote(
         meta=meta,
-        body="".join(body_lines),
+        # Without frontmatter the body is the text itself: a huge note is not held twice.
+        body=text if body_index == 0 else "".join(body_lines),
         body_start_line=body_index + 1,
         title=title,
         problems=tuple(problems),

@@ -271,9 +271,7 @@ def chunk_note(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) ->
     return list(iter_chunks(note, max_tokens=max_tokens, overlap=overlap))
 
 
-def iter_chunks(
-    note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80
-) -> Iterator[Chunk]:
+def iter_chunks(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) -> Iterator[Chunk]:
     """Cut the body of `note` into chunks of at most `max_tokens` (as `count_tokens` counts),
     made as they are consumed.
 

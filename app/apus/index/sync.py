@@ -15,7 +15,7 @@ import datetime as dt
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ from apus.index.store import (
     Store,
 )
 from apus.index.transcripts import TranscriptReport, sync_transcripts
-from apus.vault.chunk import CHUNKING_VERSION, iter_chunks
+from apus.vault.chunk import CHUNKING_VERSION, Chunk, iter_chunks
 from apus.vault.dates import date_from_path
 from apus.vault.markdown import ParsedNote, parse_note
 from apus.vault.scan import (
@@ -63,6 +63,10 @@ from apus.vault.scan import (
 _BATCH_FILES = 500
 # Above this many changed files a fresh keyword build is cheaper than incremental updates.
 _REBUILD_THRESHOLD = 2000
+# A note this large reports its own progress while its chunks are made and written
+# (with a raised maxFileBytes that can take minutes), every this many chunks.
+_LARGE_NOTE_BYTES = 8 * 1024 * 1024
+_LARGE_NOTE_EVERY = 1000
 # The provider of a sync that only keeps keyword data (tests, benchmarks, `provider = none`).
 KEYWORD_ONLY = ProviderResolution(None, "off", "provider is none")
 # What one note's content or values can raise while it is read, chunked or written: caught
@@ -235,10 +239,17 @@ class _BatchWriter:
     # False: changes go into the live store; True: a forced rebuild fills a shadow store.
     rebuilding = False
 
-    def __init__(self, store: Store, keyword: KeywordIndex, plan: SyncPlan) -> None:
+    def __init__(
+        self,
+        store: Store,
+        keyword: KeywordIndex,
+        plan: SyncPlan,
+        emit: ProgressCallback = ignore_progress,
+    ) -> None:
         self.store = store
         self.keyword = keyword
         self.plan = plan
+        self.emit = emit
         self.new: list[NewFile] = []
         self.renames: list[tuple[FileRecord, ScannedFile, _NoteFacts]] = []
         self.removed_ids: list[int] = []
@@ -247,6 +258,8 @@ class _BatchWriter:
     def write_note(self, new: NewFile, reuse_ids: list[int | None] | None = None) -> int | None:
         """Add one note inside the batch's transaction; a note the database refuses (a value
         it cannot bind, a constraint) is undone alone and skipped, with the reason."""
+        if new.size >= _LARGE_NOTE_BYTES:
+            new = replace(new, chunks=_reporting(new.chunks, new.size, self.emit))
         try:
             with self.store.savepoint():
                 return self.store.add_file(new, reuse_ids)[0]
@@ -320,8 +333,15 @@ class _ShadowWriter(_BatchWriter):
 
     rebuilding = True
 
-    def __init__(self, shadow: Store, live: Store, keyword: KeywordIndex, plan: SyncPlan) -> None:
-        super().__init__(shadow, keyword, plan)
+    def __init__(
+        self,
+        shadow: Store,
+        live: Store,
+        keyword: KeywordIndex,
+        plan: SyncPlan,
+        emit: ProgressCallback = ignore_progress,
+    ) -> None:
+        super().__init__(shadow, keyword, plan, emit)
         self.live = live
         self.sources: dict[str, FileRecord] = {}  # new path -> the live file it continues
 
@@ -345,6 +365,19 @@ class _ShadowWriter(_BatchWriter):
                 self.write_note(new, _reusable_ids(new, before))
             self.store.bump_generation()
         self.new, self.sources = [], {}
+
+
+def _reporting(chunks: Iterable[Chunk], size: int, emit: ProgressCallback) -> Iterator[Chunk]:
+    """`chunks` of one large note, telling how far through its text they have come."""
+    eta = Eta()
+    done = 0
+    emit(SyncProgress("large", 0, size))
+    for count, chunk in enumerate(chunks, start=1):
+        done += len(chunk.text)
+        if count % _LARGE_NOTE_EVERY == 0:
+            emit(SyncProgress("large", min(done, size), size, eta(done, size)))
+        yield chunk
+    emit(SyncProgress("large", size, size))
 
 
 def _reusable_ids(new: NewFile, before: list[ChunkRecord]) -> list[int | None] | None:
@@ -523,9 +556,9 @@ class Indexer:
         plan = plan_sync(scan, live or store, keyword, signature, force=rebuilding)
         report.unchanged = plan.unchanged
         writer = (
-            _ShadowWriter(store, live, keyword, plan)
+            _ShadowWriter(store, live, keyword, plan, emit)
             if live is not None
-            else _BatchWriter(store, keyword, plan)
+            else _BatchWriter(store, keyword, plan, emit)
         )
         self._read_changed(plan, writer, report, cancel, emit)
         self._remove_gone(plan, writer, report)

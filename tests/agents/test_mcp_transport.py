@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agents.test_mcp_server import server_env
-from apus.agents.jsonrpc_guard import MAX_DEPTH, nesting_depth, screen
+from apus.agents.jsonrpc_guard import MAX_DEPTH, Reply, nesting_depth, screen
 from integration.helpers import run_apus, write_note
 
 INITIALIZE = {
@@ -109,3 +109,11 @@ def test_nesting_is_counted_without_recursion_and_strings_do_not_count() -> None
     assert nesting_depth('{"a": [1, {"b": "[[[[{{{{"}]}') == 3
     assert nesting_depth("[" * 1_000_000) == MAX_DEPTH + 1  # stops counting past the bound
     assert screen("   \n") is None
+
+
+def test_a_cancelled_request_is_no_longer_owed_a_reply() -> None:
+    cancel = screen(
+        '{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}'
+    )
+    assert cancel is not None and not isinstance(cancel, Reply)
+    assert cancel.cancels == 5 and cancel.request_id is None

@@ -33,6 +33,8 @@ class Forward:
 
     line: str
     request_id: str | int | None  # set for a request (a reply is owed), else None
+    # The request a `notifications/cancelled` withdraws: no reply is owed for it any more.
+    cancels: str | int | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,11 @@ def screen(line: str) -> Forward | Reply | None:
             request_id,
         )
     is_request = "method" in data and "id" in data
-    return Forward(line, request_id if is_request else None)
+    cancels = None
+    if data.get("method") == "notifications/cancelled" and isinstance(data.get("params"), dict):
+        withdrawn = data["params"].get("requestId")
+        cancels = withdrawn if isinstance(withdrawn, str | int) else None
+    return Forward(line, request_id if is_request else None, cancels)
 
 
 def reply_id(line: str) -> str | int | None:

@@ -48,9 +48,13 @@ class _Wire:
             await anyio.to_thread.run_sync(self._write_all, data)
         answered = reply_id(text)
         if answered is not None:
-            self.pending.discard(answered)
-            if not self.pending:
-                self.answered.set()
+            self.settle(answered)
+
+    def settle(self, request_id: str | int) -> None:
+        """No reply is owed for `request_id` any more (written, or the request cancelled)."""
+        self.pending.discard(request_id)
+        if not self.pending:
+            self.answered.set()
 
     def _write_all(self, data: bytes) -> None:
         self._out.write(data)
@@ -86,6 +90,8 @@ class _ScreenedInput:
             elif isinstance(verdict, Forward):
                 if verdict.request_id is not None:
                     self._wire.owe(verdict.request_id)
+                if verdict.cancels is not None:
+                    self._wire.settle(verdict.cancels)  # a cancelled request gets no reply
                 return verdict.line
 
     async def _drain(self) -> None:

@@ -186,7 +186,8 @@ class LiveMemory:
         outcome = status.last_sync_outcome
         if outcome is not None and not outcome.ok:
             # Stands until a sync succeeds (the queue retries by itself); F4 has the fix.
-            counts += f" · ✗ sync failed: {outcome.error}"
+            error = outcome.error or ""
+            counts += f" · ✗ sync failed: {error[:77] + '…' if len(error) > 80 else error}"
         self.app.counts = counts
         self._show_provider()
 

@@ -58,14 +58,18 @@ def _check_sync(settings: Settings) -> Check:
         )
         return Check("sync", False, detail, outcome.fix or "apus memory index", facts)
     problems = []
-    if Store.exists(index_dir) and Store.damage(index_dir) is None:
-        store = Store(index_dir, readonly=True)
+    if Store.exists(index_dir):
         try:
-            problems = list(load_problems(store).values())
-        except ApusError:
-            problems = []
-        finally:
-            store.close()
+            store = Store(index_dir, readonly=True)
+        except ApusError:  # a damaged database: the index check says so
+            store = None
+        if store is not None:
+            try:
+                problems = list(load_problems(store).values())
+            except ApusError:
+                problems = []
+            finally:
+                store.close()
     facts["problems"] = [problem.as_dict() for problem in problems]
     if problems:
         listed = "; ".join(f"{p.path}: {p.reason}" for p in problems[:5])

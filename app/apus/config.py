@@ -160,6 +160,9 @@ class SyncSettings(_Section):
     watch: bool = True
     watch_debounce_ms: int = Field(1500, ge=100)
     max_file_bytes: int = Field(5 * 1024 * 1024, ge=1024)
+    # Walk into folders mounted on another device (a bind mount, a network or FUSE file
+    # system) inside a root; off, each such mount is skipped and listed once.
+    cross_devices: bool = False
 
 
 class ExperimentalSettings(_Section):

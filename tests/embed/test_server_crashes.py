@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -127,3 +128,27 @@ def test_a_rebuilt_llama_cpp_forgets_the_crashes(tmp_path: Path) -> None:
     ledger.path.write_text(json.dumps(data), encoding="utf-8")
     assert ledger.load() is None
     assert oct(ledger.path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_hung_server_that_is_replaced_is_named_as_hung_not_as_killed(
+    tiny_model: Path, managed: list[ManagedServer], fast_spec: SpecFactory
+) -> None:
+    starter = ManagedServer(fast_spec(tiny_model))
+    other = ManagedServer(fast_spec(tiny_model))  # another Apus process's handle
+    managed += [starter, other]
+    hung = starter.ensure_running()
+    os.kill(hung.pid, signal.SIGSTOP)  # alive, holding its port, answering nothing
+    try:
+        replacement = other.ensure_running()
+    finally:
+        if pid_alive(hung.pid):
+            os.kill(hung.pid, signal.SIGCONT)
+    assert replacement.pid != hung.pid and pid_alive(replacement.pid)
+    assert not pid_alive(hung.pid)  # ended by the replacement (SIGKILL: it ignored SIGTERM)
+    starter.request_failed()  # the parent reaps it: its exit status says SIGKILL
+    record = starter.crashes.load()
+    assert record is not None
+    described = record.last.describe()
+    assert re.search(r"stopped answering for \d+ s; replaced", described), described
+    assert "lack of memory" not in described and "SIGKILL" not in described
+    assert "paused on purpose" in record.last.fix

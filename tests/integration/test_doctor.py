@@ -82,6 +82,7 @@ def test_doctor_with_the_tiny_model_measures_a_real_embedding(
         ["ok", "config"],
         ["ok", "vault"],
         ["ok", "index"],
+        ["ok", "sync"],
         ["ok", "embedding"],
     ]
     assert "tokens/s" in human

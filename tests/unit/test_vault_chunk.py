@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
-from apus.vault.chunk import Chunk, chunk_note
+from apus.vault.chunk import Chunk, chunk_note, iter_chunks
 from apus.vault.markdown import parse_note
 from apus.vault.text import count_tokens
 
@@ -268,3 +269,20 @@ def test_invalid_budgets_are_rejected(max_tokens: int, overlap: int) -> None:
     note = parse_note("text", fallback_title="n")
     with pytest.raises(ValueError, match="max_tokens"):
         chunk_note(note, max_tokens=max_tokens, overlap=overlap)
+
+
+def test_a_huge_single_line_is_chunked_without_holding_copies_of_it() -> None:
+    # What the sync does: chunks consumed one by one as the store writes them. Python's
+    # own allocation count (tracemalloc) is exact, so this is a bound, not a timing.
+    words = ["alder", "birch", "cedar", "delta", "ember", "fjord", "grove"]
+    text = " ".join(words[i % len(words)] for i in range(1_500_000))  # ~9 MB, one line
+    note = parse_note(text, fallback_title="huge")
+    assert note.body is text  # no frontmatter: the body is not a copy
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in iter_chunks(note, max_tokens=400, overlap=80))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count > 1000
+    assert peak < len(text) // 2, f"peak {peak} bytes while chunking {len(text)} characters"

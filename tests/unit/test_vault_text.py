@@ -6,7 +6,15 @@ import unicodedata
 
 import pytest
 
-from apus.vault.text import Token, count_tokens, fold, snippet_tokens, tokenize
+from apus.vault.text import (
+    _COUNT_WINDOW,
+    Token,
+    _tenths,
+    count_tokens,
+    fold,
+    snippet_tokens,
+    tokenize,
+)
 
 
 def nfd(text: str) -> str:
@@ -252,3 +260,18 @@ def test_keyword_terms_of_nfc_and_nfd_spellings_are_equal() -> None:
         "gateway",
         "host",
     ]
+
+
+def test_a_huge_text_is_counted_in_windows_to_the_same_count() -> None:
+    # Longer than one counting window, so the windowed path runs; whatever is at the cuts
+    # (a word, CJK, a combining mark after a space, no whitespace at all) the count is the
+    # one a single pass over the whole text gives.
+    texts = [
+        "alder birch,cedar " * (_COUNT_WINDOW // 6),
+        "東京 タワー 서울 the_tower e\u0301te\u0301 " * (_COUNT_WINDOW // 10),
+        "x" * (_COUNT_WINDOW * 2),
+        ("a" * 11 + " ") * (_COUNT_WINDOW // 5) + "\u00a0\u3000 " * 1000,
+    ]
+    for text in texts:
+        assert len(text) > _COUNT_WINDOW
+        assert count_tokens(text) == -(-_tenths(text) // 10)

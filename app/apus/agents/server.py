@@ -18,6 +18,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 
 from apus import __version__, paths
+from apus.agents.stdio import run_stdio
 from apus.agents.tools import AgentTools
 from apus.config import SettingsSource
 from apus.index.status import IndexStatus
@@ -109,7 +110,9 @@ def serve(source: SettingsSource) -> None:
     """Run the server on stdin/stdout until the client disconnects."""
     _log_to_file_and_stderr()
     memory = Memory(source)
-    build_server(memory).run("stdio")
+    # The SDK's stdio transport behind a screening reader (apus.agents.stdio): malformed
+    # lines get JSON-RPC errors and replies still owed at EOF are written before exiting.
+    anyio.run(run_stdio, build_server(memory))
 
 
 def _warm_up(memory: Memory) -> None:

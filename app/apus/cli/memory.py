@@ -145,6 +145,12 @@ def _print_index_report(settings: Settings, report: SyncReport) -> None:
             say(f"  {item.rel_path}: {item.reason}")
         if len(report.skipped) > 20:
             say("  … see `apus memory status` for the full list")
+    indexed_with_problems = [problem for problem in report.problems if problem.indexed]
+    if indexed_with_problems:
+        say(f"Indexed {len(indexed_with_problems)} note(s) without a bad part:", fg="yellow")
+        for problem in indexed_with_problems[:20]:
+            say(f"  {problem.path}: {problem.reason}")
+        say(f"Fix: {indexed_with_problems[0].fix}")
 
 
 def _safe_echo(text: str, fg: str | None = None) -> None:

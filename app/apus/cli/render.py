@@ -87,6 +87,12 @@ def print_status(report: IndexStatus) -> None:
         )
         row("Last sync", report.last_sync or "never")
         row("Keyword", report.keyword)
+    outcome = report.last_sync_outcome
+    if outcome is not None and not outcome.ok:
+        at = outcome.as_dict()["at"]
+        row("Sync", f"FAILED at {at} ({outcome.failures} in a row): {outcome.error}")
+        if outcome.fix:
+            console.print(_line(f"  Fix: {outcome.fix}"))
         if report.store_set_aside is not None:
             moved = report.store_set_aside
             row("Repaired", f"a damaged database ({moved.reason}) was moved to {moved.moved_to}")
@@ -97,6 +103,12 @@ def print_status(report: IndexStatus) -> None:
         row("Skipped", f"{len(report.skipped)} file(s)")
         for item in report.skipped:
             console.print(_line(f"  {item.rel_path}: {item.reason}"))
+    if report.problems:
+        row("Problems", f"{len(report.problems)} note(s) not indexed whole:")
+        for problem in report.problems:
+            kept = "indexed without it" if problem.indexed else "skipped"
+            console.print(_line(f"  {problem.path}: {problem.reason} ({kept})"))
+            console.print(_line(f"    Fix: {problem.fix}"))
     if report.replaced_utf8:
         row(
             "Note",

@@ -7,12 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-Phase = Literal["scan", "index", "sessions", "keyword", "embed"]
+Phase = Literal["scan", "index", "large", "sessions", "keyword", "embed"]
 
 # What each phase is called wherever a person sees it (the shell's bar, the app's status bar).
 PHASE_LABELS: dict[str, str] = {
     "scan": "Scanning notes",
     "index": "Reading notes",
+    "large": "Chunking a large note",  # done/total: its characters (a huge note takes a while)
     "sessions": "Reading transcripts",
     "keyword": "Building keyword index",
     "embed": "Embedding passages",

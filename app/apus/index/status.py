@@ -11,6 +11,8 @@ from typing import Any, Literal
 from apus.config import Settings
 from apus.embed.base import EmbeddingIdentity, ProbeResult
 from apus.index.keyword import KeywordIndex
+from apus.index.last_sync import LastSync, read_last_sync
+from apus.index.note_problems import NoteProblem, load_problems
 from apus.index.store import SetAside, Store, TranscriptSummary
 from apus.vault import transcripts as tx
 from apus.vault.scan import SkippedFile
@@ -121,18 +123,26 @@ class IndexStatus:
     embeddings: EmbeddingsState = field(default_factory=lambda: EmbeddingsState("off"))
     store_set_aside: SetAside | None = None  # a damaged database this index replaced
     sessions: SessionsStatus = field(default_factory=lambda: SessionsStatus(False))
+    # Notes indexed without a bad part or skipped for a failure of their own, with the fix.
+    problems: tuple[NoteProblem, ...] = ()
+    last_sync_outcome: LastSync | None = None  # how the latest sync ended
 
     def as_dict(self) -> dict[str, Any]:
+        fixes = {problem.path: problem.fix for problem in self.problems}
         return {
             "vault": self.vault,
             "index_dir": self.index_dir,
             "indexed": self.indexed,
             "files": self.files,
             "chunks": self.chunks,
-            "skipped": [{"path": s.rel_path, "reason": s.reason} for s in self.skipped],
+            "skipped": [_skipped(s, fixes.get(s.rel_path)) for s in self.skipped],
+            "problems": [problem.as_dict() for problem in self.problems],
             "replaced_utf8": list(self.replaced_utf8),
             "index_bytes": self.index_bytes,
             "last_sync": self.last_sync,
+            "lastSync": None
+            if self.last_sync_outcome is None
+            else self.last_sync_outcome.as_dict(),
             "provider": self.provider,
             "keyword": self.keyword,
             "embeddings": self.embeddings.as_dict(),
@@ -146,11 +156,25 @@ class IndexStatus:
         }
 
 
-def collect_status(settings: Settings, embeddings: EmbeddingsState | None = None) -> IndexStatus:
-    """The index's own facts; `embeddings` comes from the session, which knows the provider."""
+def _skipped(skipped: SkippedFile, fix: str | None) -> dict[str, str]:
+    entry = {"path": skipped.rel_path, "reason": skipped.reason}
+    if fix:
+        entry["fix"] = fix
+    return entry
+
+
+def collect_status(
+    settings: Settings,
+    embeddings: EmbeddingsState | None = None,
+    *,
+    last_sync: LastSync | None = None,
+) -> IndexStatus:
+    """The index's own facts; `embeddings` comes from the session, which knows the provider,
+    and so may `last_sync` (else the outcome recorded beside the index is read)."""
     vault = settings.vault_path()
     index_dir = settings.index_dir()
     base: dict[str, Any] = {
+        "last_sync_outcome": last_sync or read_last_sync(index_dir),
         "vault": str(vault),
         "index_dir": str(index_dir),
         "provider": settings.search.provider,
@@ -178,6 +202,7 @@ def collect_status(settings: Settings, embeddings: EmbeddingsState | None = None
             files, chunks = files - summary.files, chunks - summary.chunks
             base["sessions"] = SessionsStatus(base["sessions"].enabled, summary)
         skipped = tuple(SkippedFile(p, r) for p, r in store.skipped())
+        problems = tuple(load_problems(store).values())
         replaced = tuple(store.files_with_replaced_utf8())
         set_aside = store.set_aside()
         last = store.get_meta("last_sync")
@@ -208,6 +233,7 @@ def collect_status(settings: Settings, embeddings: EmbeddingsState | None = None
         last_sync=last_sync,
         keyword=keyword_text,
         store_set_aside=set_aside,
+        problems=problems,
         **base,
     )
 

@@ -309,7 +309,7 @@ class NewFile:
     triggers: tuple[str, ...]
     chunking: str
     replaced_utf8: bool
-    chunks: Sequence[Chunk]
+    chunks: Iterable[Chunk]  # may be made while add_file writes them (iterated once)
     tags: tuple[str, ...] = ()  # folded
     dated: str | None = None  # ISO day search filters by
     source: str = "memory"
@@ -616,6 +616,22 @@ class Store:
     def transaction(self) -> Iterator[None]:
         with self._db:
             yield
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """Inside `transaction()`: a part that is undone alone when it raises, so one note
+        the database refuses does not undo the batch it is written with."""
+        if not self._db.in_transaction:
+            # SAVEPOINT outside a transaction would start one that RELEASE commits.
+            self._db.execute("BEGIN")
+        self._db.execute("SAVEPOINT part")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK TO part")
+            self._db.execute("RELEASE part")
+            raise
+        self._db.execute("RELEASE part")
 
     # -- meta ---------------------------------------------------------------------------
 

@@ -12,10 +12,11 @@ complete (apus.index.shadow), so search keeps answering from the old index meanw
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 import threading
 import time
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,14 @@ from apus.index.keyword import KeywordIndex
 from apus.index.lock import WriterLock
 from apus.index.media import MEDIA_RULE, admit_media, is_media_path, media_new_file, read_media
 from apus.index.note_filter import fold_tag
+from apus.index.note_problems import (
+    FRONTMATTER_FIX,
+    NOTE_FIX,
+    NoteProblem,
+    failure_reason,
+    load_problems,
+    save_problems,
+)
 from apus.index.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
 from apus.index.shadow import discard_leftover, open_shadow, shadow_dir, swap_in
 from apus.index.store import (
@@ -39,7 +48,7 @@ from apus.index.store import (
     Store,
 )
 from apus.index.transcripts import TranscriptReport, sync_transcripts
-from apus.vault.chunk import CHUNKING_VERSION, chunk_note
+from apus.vault.chunk import CHUNKING_VERSION, Chunk, iter_chunks
 from apus.vault.dates import date_from_path
 from apus.vault.markdown import ParsedNote, parse_note
 from apus.vault.scan import (
@@ -55,8 +64,28 @@ from apus.vault.scan import (
 _BATCH_FILES = 500
 # Above this many changed files a fresh keyword build is cheaper than incremental updates.
 _REBUILD_THRESHOLD = 2000
+# A note this large reports its own progress while its chunks are made and written
+# (with a raised maxFileBytes that can take minutes), every this many chunks.
+_LARGE_NOTE_BYTES = 8 * 1024 * 1024
+_LARGE_NOTE_EVERY = 1000
 # The provider of a sync that only keeps keyword data (tests, benchmarks, `provider = none`).
 KEYWORD_ONLY = ProviderResolution(None, "off", "provider is none")
+# What one note's content or values can raise while it is read, chunked or written: caught
+# at that note (apus.index.note_problems). Errors of the index itself (a full disk, a damaged
+# database: ApusErrors) and cancellation still stop the sync.
+_NOTE_FAILURES = (
+    ValueError,
+    TypeError,
+    OverflowError,
+    RecursionError,
+    ArithmeticError,
+    LookupError,
+    AttributeError,
+    sqlite3.InterfaceError,
+    sqlite3.IntegrityError,
+    sqlite3.DataError,
+    sqlite3.ProgrammingError,
+)
 
 
 @dataclass
@@ -69,6 +98,8 @@ class SyncReport:
     unchanged: int = 0
     chunks: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
+    # Notes indexed without a bad part, or skipped for a failure of their own, with the fix.
+    problems: list[NoteProblem] = field(default_factory=list)
     keyword_rebuilt: bool = False
     cancelled: bool = False
     seconds: float = 0.0
@@ -99,6 +130,7 @@ class SyncReport:
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["skipped"] = [{"path": s.rel_path, "reason": s.reason} for s in self.skipped]
+        data["problems"] = [problem.as_dict() for problem in self.problems]
         data["embedded"] = self.embedded
         data["embed_error"] = self.embedding.message()
         data["embedding"] = {
@@ -139,6 +171,9 @@ class SyncPlan:
     skipped: list[SkippedFile]
     rebuild_keyword: bool
     unchanged: int
+    # Notes with a problem, by path: those of the last sync, less the notes this one reads
+    # again or finds gone, plus what it finds (saved when the sync ends; a rename moves one).
+    problems: dict[str, NoteProblem] = field(default_factory=dict)
 
     def take_renamed(self, sha256: str) -> FileRecord | None:
         """A vanished file with this content: the new path is that file renamed."""
@@ -180,8 +215,18 @@ def plan_sync(
         or keyword_state.generation != store.generation()
         or len(to_read) > _REBUILD_THRESHOLD
     )
+    # A forced rebuild reads every note again and finds their problems anew.
+    problems = {} if force else load_problems(store)
     return SyncPlan(
-        signature, known, to_read, gone, gone_by_sha, list(scan.skipped), rebuild_keyword, unchanged
+        signature,
+        known,
+        to_read,
+        gone,
+        gone_by_sha,
+        list(scan.skipped),
+        rebuild_keyword,
+        unchanged,
+        problems,
     )
 
 
@@ -195,13 +240,41 @@ class _BatchWriter:
     # False: changes go into the live store; True: a forced rebuild fills a shadow store.
     rebuilding = False
 
-    def __init__(self, store: Store, keyword: KeywordIndex, plan: SyncPlan) -> None:
+    def __init__(
+        self,
+        store: Store,
+        keyword: KeywordIndex,
+        plan: SyncPlan,
+        emit: ProgressCallback = ignore_progress,
+    ) -> None:
         self.store = store
         self.keyword = keyword
         self.plan = plan
+        self.emit = emit
         self.new: list[NewFile] = []
         self.renames: list[tuple[FileRecord, ScannedFile, _NoteFacts]] = []
         self.removed_ids: list[int] = []
+        self.refused: list[str] = []  # paths of notes the store would not take
+
+    def write_note(self, new: NewFile, reuse_ids: list[int | None] | None = None) -> int | None:
+        """Add one note inside the batch's transaction; a note the database refuses (a value
+        it cannot bind, a constraint) is undone alone and skipped, with the reason."""
+        if new.size >= _LARGE_NOTE_BYTES:
+            new = replace(new, chunks=_reporting(new.chunks, new.size, self.emit))
+        try:
+            with self.store.savepoint():
+                return self.store.add_file(new, reuse_ids)[0]
+        except _NOTE_FAILURES as exc:
+            self.refused.append(new.path)
+            self.plan.skipped.append(SkippedFile(new.path, failure_reason(exc)))
+            where = " when written to the index" if isinstance(exc, sqlite3.Error) else ""
+            self.plan.problems[new.path] = NoteProblem(
+                new.path, f"{failure_reason(exc)}{where}", NOTE_FIX, False
+            )
+            previous = self.plan.known.get(new.path)
+            if previous is not None and not self.rebuilding:
+                self.removed_ids.append(previous.id)  # its old text is no longer the note's
+            return None
 
     def pending(self) -> int:
         return len(self.new) + len(self.renames)
@@ -227,14 +300,19 @@ class _BatchWriter:
                     dated=facts.dated,
                 )
                 ids.append(record.id)
+            written: list[NewFile] = []
             for new in self.new:
-                ids.append(store.add_file(new)[0])
+                file_id = self.write_note(new)
+                if file_id is not None:
+                    ids.append(file_id)
+                    written.append(new)
             generation = store.bump_generation()
         if not self.plan.rebuild_keyword:
             known = self.plan.known
-            replaced = [known[new.path].id for new in self.new if new.path in known]
+            replaced = [known[new.path].id for new in written if new.path in known]
+            # Read back lazily: Whoosh takes them one by one (its writer's pool is bounded).
             self.mirror(
-                replaced + [r[0].id for r in self.renames], list(store.iter_chunks(ids)), generation
+                replaced + [r[0].id for r in self.renames], store.iter_chunks(ids), generation
             )
         self.new, self.renames = [], []
 
@@ -256,8 +334,15 @@ class _ShadowWriter(_BatchWriter):
 
     rebuilding = True
 
-    def __init__(self, shadow: Store, live: Store, keyword: KeywordIndex, plan: SyncPlan) -> None:
-        super().__init__(shadow, keyword, plan)
+    def __init__(
+        self,
+        shadow: Store,
+        live: Store,
+        keyword: KeywordIndex,
+        plan: SyncPlan,
+        emit: ProgressCallback = ignore_progress,
+    ) -> None:
+        super().__init__(shadow, keyword, plan, emit)
         self.live = live
         self.sources: dict[str, FileRecord] = {}  # new path -> the live file it continues
 
@@ -276,9 +361,24 @@ class _ShadowWriter(_BatchWriter):
             for new in self.new:
                 source = self.sources.get(new.path)
                 before = live_chunks.get(source.id, []) if source is not None else []
-                self.store.add_file(new, _reusable_ids(new, before))
+                if before:  # matched against the live chunks, then written: made once
+                    new = replace(new, chunks=list(new.chunks))
+                self.write_note(new, _reusable_ids(new, before))
             self.store.bump_generation()
         self.new, self.sources = [], {}
+
+
+def _reporting(chunks: Iterable[Chunk], size: int, emit: ProgressCallback) -> Iterator[Chunk]:
+    """`chunks` of one large note, telling how far through its text they have come."""
+    eta = Eta()
+    done = 0
+    emit(SyncProgress("large", 0, size))
+    for count, chunk in enumerate(chunks, start=1):
+        done += len(chunk.text)
+        if count % _LARGE_NOTE_EVERY == 0:
+            emit(SyncProgress("large", min(done, size), size, eta(done, size)))
+        yield chunk
+    emit(SyncProgress("large", size, size))
 
 
 def _reusable_ids(new: NewFile, before: list[ChunkRecord]) -> list[int | None] | None:
@@ -464,9 +564,9 @@ class Indexer:
         plan = plan_sync(scan, live or store, keyword, signature, force=rebuilding)
         report.unchanged = plan.unchanged
         writer = (
-            _ShadowWriter(store, live, keyword, plan)
+            _ShadowWriter(store, live, keyword, plan, emit)
             if live is not None
-            else _BatchWriter(store, keyword, plan)
+            else _BatchWriter(store, keyword, plan, emit)
         )
         self._read_changed(plan, writer, report, cancel, emit)
         self._remove_gone(plan, writer, report)
@@ -482,6 +582,7 @@ class Indexer:
             self._rebuild_keyword(store, keyword, cancel, emit)
             report.keyword_rebuilt = True
         report.skipped = sorted(plan.skipped, key=lambda s: s.rel_path)
+        report.problems = sorted(plan.problems.values(), key=lambda p: p.path)
         report.chunks = store.counts()[1]
 
     def _scan(self, cancel: threading.Event | None, emit: ProgressCallback) -> ScanResult:
@@ -494,6 +595,7 @@ class Indexer:
                 cancel=cancel,
                 on_progress=lambda n: emit(SyncProgress("scan", n, 0)),
                 media=MEDIA_RULE,
+                cross_devices=self.settings.search.sync.cross_devices,
             )
         except ScanCancelled as exc:
             raise SyncCancelled from exc
@@ -514,7 +616,10 @@ class Indexer:
         for done, scanned in enumerate(plan.to_read, start=1):
             if cancel is not None and cancel.is_set():
                 raise SyncCancelled
-            self._read_one(scanned, plan, writer, report)
+            try:
+                self._read_one(scanned, plan, writer, report)
+            except _NOTE_FAILURES as exc:
+                _note_failed(scanned, plan, writer, exc)
             if writer.pending() >= _BATCH_FILES:
                 writer.flush()
             if done % 50 == 0 or done == total:
@@ -522,6 +627,11 @@ class Indexer:
         if cancel is not None and cancel.is_set():
             raise SyncCancelled
         writer.flush()
+        for path in writer.refused:  # counted as added or changed when read
+            if path in plan.known:
+                report.changed -= 1
+            else:
+                report.added -= 1
 
     def _read_one(
         self, scanned: ScannedFile, plan: SyncPlan, writer: _BatchWriter, report: SyncReport
@@ -537,6 +647,7 @@ class Indexer:
         )
         previous = plan.known.get(scanned.rel_path)
         if note.text is None:
+            plan.problems.pop(scanned.rel_path, None)
             plan.skipped.append(SkippedFile(scanned.rel_path, note.skip_reason or "unreadable"))
             if previous is not None:
                 writer.removed_ids.append(previous.id)
@@ -557,10 +668,14 @@ class Indexer:
         origin = plan.take_renamed(note.sha256) if previous is None and not media else None
         if origin is not None:
             report.renamed += 1
+            moved = plan.problems.pop(origin.path, None)
+            if moved is not None:
+                plan.problems[scanned.rel_path] = replace(moved, path=scanned.rel_path)
             if not writer.rebuilding:
                 # The chunks stay; what the name says (stem title, dates) follows it.
                 writer.renames.append((origin, scanned, _name_facts(scanned, note.text)))
                 return
+        plan.problems.pop(scanned.rel_path, None)
         writer.add(
             media_new_file(scanned, note, plan.signature)
             if media
@@ -583,6 +698,9 @@ class Indexer:
             if removed_ids:
                 store.delete_files(removed_ids)
             store.replace_skipped((s.rel_path, s.reason) for s in plan.skipped)
+            for path in plan.gone:  # what is left there vanished (renames were taken out)
+                plan.problems.pop(path, None)
+            save_problems(store, plan.problems.values())
             store.set_meta("vault", str(self.vault))
             store.set_meta("last_sync", str(time.time()))
             store.set_meta("chunking", plan.signature)
@@ -607,8 +725,14 @@ class Indexer:
     ) -> NewFile:
         chunking = self.settings.search.chunking
         note = parse_note(text, fallback_title=Path(scanned.rel_path).stem)
-        chunks = chunk_note(note, max_tokens=chunking.tokens, overlap=chunking.overlap)
+        # Made while the store writes them (apus.vault.chunk): a huge note's chunks are never
+        # all held at once. A failure while chunking surfaces there, caught at this note.
+        chunks = iter_chunks(note, max_tokens=chunking.tokens, overlap=chunking.overlap)
         facts = _facts(scanned, note)
+        if note.problems:
+            plan.problems[scanned.rel_path] = NoteProblem(
+                scanned.rel_path, "; ".join(note.problems), FRONTMATTER_FIX, True
+            )
         return NewFile(
             path=scanned.rel_path,
             size=scanned.size,
@@ -624,6 +748,19 @@ class Indexer:
             tags=tuple(dict.fromkeys(fold_tag(tag) for tag in note.meta.tags)),
             dated=facts.dated,
         )
+
+
+def _note_failed(
+    scanned: ScannedFile, plan: SyncPlan, writer: _BatchWriter, exc: BaseException
+) -> None:
+    """A note that raised while read, parsed or chunked: skipped, its old version removed,
+    the reason and fix recorded; the rest of the vault goes on."""
+    reason = failure_reason(exc)
+    plan.skipped.append(SkippedFile(scanned.rel_path, reason))
+    plan.problems[scanned.rel_path] = NoteProblem(scanned.rel_path, reason, NOTE_FIX, False)
+    previous = plan.known.get(scanned.rel_path)
+    if previous is not None and not writer.rebuilding:
+        writer.removed_ids.append(previous.id)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """`apus doctor`: what a support thread would ask for, checked in one go.
 
 Config (and where it came from), the notes folder, the index (SQLite quick_check, the keyword
-stamp, FAISS against the store) and embeddings (`doctor_embedding.py`). Every check reads;
+stamp, FAISS against the store), the last sync (fails while a failure stands) and the notes
+that could not be indexed whole, and embeddings (`doctor_embedding.py`). Every check reads;
 none repairs or rewrites anything, so running it on a damaged index is safe.
 """
 
@@ -15,6 +16,8 @@ from apus.config import Settings, SettingsSource
 from apus.errors import ApusError
 from apus.index.identity import stored_identity
 from apus.index.keyword import KeywordIndex
+from apus.index.last_sync import read_last_sync
+from apus.index.note_problems import load_problems
 from apus.index.store import Store
 from apus.index.vectors import VectorIndex
 from apus.memory.doctor_embedding import check_embedding
@@ -40,7 +43,46 @@ def run_doctor(source: SettingsSource) -> DoctorReport:
         )
     index = _check_index(settings)
     embedding = check_embedding(settings)
-    return DoctorReport((config, vault, index, embedding))
+    return DoctorReport((config, vault, index, _check_sync(settings), embedding))
+
+
+def _check_sync(settings: Settings) -> Check:
+    """The last sync's outcome, and the notes it could not index whole (each with its fix)."""
+    index_dir = settings.index_dir()
+    outcome = read_last_sync(index_dir)
+    facts: dict[str, Any] = {"lastSync": None if outcome is None else outcome.as_dict()}
+    if outcome is not None and not outcome.ok:
+        detail = (
+            f"the last sync failed at {outcome.as_dict()['at']} ({outcome.failures} in a "
+            f"row): {outcome.error}; search serves the index as it was before"
+        )
+        return Check("sync", False, detail, outcome.fix or "apus memory index", facts)
+    problems = []
+    if Store.exists(index_dir):
+        try:
+            store = Store(index_dir, readonly=True)
+        except ApusError:  # a damaged database: the index check says so
+            store = None
+        if store is not None:
+            try:
+                problems = list(load_problems(store).values())
+            except ApusError:
+                problems = []
+            finally:
+                store.close()
+    facts["problems"] = [problem.as_dict() for problem in problems]
+    if problems:
+        listed = "; ".join(f"{p.path}: {p.reason}" for p in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        return Check(
+            "sync",
+            False,
+            f"{len(problems)} note(s) not indexed whole, the rest is: {listed}{more}",
+            problems[0].fix,
+            facts,
+        )
+    when = "never ran" if outcome is None else f"last sync ok at {outcome.as_dict()['at']}"
+    return Check("sync", True, f"{when}; every note indexed whole", facts=facts)
 
 
 def _check_config(source: SettingsSource) -> tuple[Check, Settings | None]:
@@ -67,6 +109,7 @@ def _check_vault(settings: Settings) -> Check:
             vault,
             settings.extra_roots(),
             max_file_bytes=settings.search.sync.max_file_bytes,
+            cross_devices=settings.search.sync.cross_devices,
         )
     except ApusError as exc:
         return Check("vault", False, exc.message, exc.fix or "")

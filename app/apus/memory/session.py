@@ -19,6 +19,7 @@ from apus.embed.providers import (
     retry_after_crashes,
 )
 from apus.errors import IndexBusyError
+from apus.index.last_sync import LastSync, newer, read_last_sync, write_last_sync
 from apus.index.media import MEDIA_RULE
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
@@ -33,7 +34,7 @@ from apus.memory.note_reader import (
     read_note_lines,
     resolve_indexed_note,
 )
-from apus.memory.sync_queue import SyncEvent, SyncQueue, SyncRequest
+from apus.memory.sync_queue import Backoff, SyncEvent, SyncQueue, SyncRequest
 from apus.memory.transcript_reader import (
     DEFAULT_HISTORY,
     ConversationWindow,
@@ -93,6 +94,7 @@ class Memory:
         self._stop_watching = threading.Event()
         self._watcher: threading.Thread | None = None
         self._watch_live = threading.Event()  # set once the OS watch is installed
+        self._last_sync: LastSync | None = None  # how this session's last sync ended
 
     # -- what the session is about --------------------------------------------------------
 
@@ -204,7 +206,13 @@ class Memory:
     # -- status ---------------------------------------------------------------------------
 
     def status(self, *, deep: bool = False) -> IndexStatus:
-        return collect_status(self.settings, self.embeddings(deep=deep))
+        return collect_status(self.settings, self.embeddings(deep=deep), last_sync=self.last_sync)
+
+    @property
+    def last_sync(self) -> LastSync | None:
+        """How the latest sync of this index ended: this session's, or another process's
+        when that one is newer (recorded beside the index by whoever ran it)."""
+        return newer(self._last_sync, read_last_sync(self.index_dir))
 
     def embeddings(self, *, deep: bool = False) -> EmbeddingsState:
         return embeddings_state(
@@ -236,11 +244,24 @@ class Memory:
             emit(event)
 
         try:
-            return self.indexer().sync(
+            report = self.indexer().sync(
                 force=force, reembed=reembed, cancel=cancel, progress=watched
             )
+        except IndexBusyError:
+            raise  # another process is syncing: its outcome is the one to record
+        except Exception as exc:
+            self._record_sync(LastSync.failed(exc, self.last_sync))
+            raise
         finally:
             self._embedding = None
+        if not report.cancelled:
+            self._record_sync(LastSync.succeeded())
+        return report
+
+    def _record_sync(self, outcome: LastSync) -> None:
+        """Keep the outcome in the session, and beside the index for every other process."""
+        self._last_sync = outcome
+        write_last_sync(self.index_dir, outcome)
 
     def retry_provider(self) -> None:
         """Start a local server again even after crashes in a row stopped restarts (the
@@ -251,12 +272,13 @@ class Memory:
         """Hear about background syncs and the watcher; called on their threads."""
         self._listeners.append(listener)
 
-    def start_live(self, *, watch: bool | None = None) -> None:
+    def start_live(self, *, watch: bool | None = None, backoff: Backoff | None = None) -> None:
         """Keep the index fresh from now on: one sync now, then one after each change on disk
-        (when `watch`, default `memory.search.sync.watch`)."""
+        (when `watch`, default `memory.search.sync.watch`); a failed sync is retried after
+        `backoff`'s delays until one succeeds."""
         with self._lock:
             if self._syncs is None:
-                self._syncs = SyncQueue(self._run_queued, self._tell)
+                self._syncs = SyncQueue(self._run_queued, self._tell, backoff=backoff)
         self._syncs.request()
         sync = self.settings.search.sync
         if (sync.watch if watch is None else watch) and self._watcher is None:

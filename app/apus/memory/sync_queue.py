@@ -2,7 +2,9 @@
 
 Requests that arrive while a sync runs are folded into one more run (a forced request wins
 and cancels the running one: its work would be thrown away). When another process holds the
-writer lock, the queue says so and tries again a little later.
+writer lock, the queue says so and tries again a little later. A sync that fails is tried
+again with growing delays (`Backoff`), so the index recovers by itself once the cause is
+gone; a new request (a change on disk) tries at once.
 """
 
 from __future__ import annotations
@@ -21,6 +23,18 @@ log = logging.getLogger(__name__)
 
 # Another apus process holds the index writer lock: try again after this long.
 BUSY_RETRY_S = 5.0
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Delays before retrying a failed sync: `first`, doubled per failure, up to `longest`."""
+
+    first: float = 2.0
+    longest: float = 300.0
+
+    def delay(self, failures: int) -> float:
+        """Seconds to wait after `failures` failed syncs in a row (1 or more)."""
+        return min(self.first * 2 ** min(failures - 1, 30), self.longest)
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,11 @@ class SyncFinished:
         """Another process was writing the index; this queue retries by itself."""
         return isinstance(self.error, IndexBusyError)
 
+    @property
+    def failed(self) -> bool:
+        """The sync raised (not for a busy lock): the queue retries it after a delay."""
+        return self.error is not None and not self.busy
+
 
 SyncEvent = SyncStarted | SyncProgressed | SyncFinished
 SyncRunner = Callable[[SyncRequest, threading.Event, ProgressCallback], SyncReport]
@@ -69,10 +88,14 @@ class SyncQueue:
         emit: Callable[[SyncEvent], None],
         *,
         busy_retry_s: float = BUSY_RETRY_S,
+        backoff: Backoff | None = None,
     ) -> None:
         self._runner = runner
         self._emit = emit
         self._busy_retry_s = busy_retry_s
+        self._backoff = backoff or Backoff()
+        self._failures = 0  # failed syncs in a row
+        self._failure_retry = False  # what is pending is only the retry of a failed sync
         self._cond = threading.Condition()
         self._pending: SyncRequest | None = None
         self._retry_at: float | None = None
@@ -89,15 +112,26 @@ class SyncQueue:
                 return
             self._pending = request.merged(self._pending)
             self._retry_at = None
+            self._failure_retry = False
             if request.force and self._running is not None:
                 self._cancel.set()
             self._cond.notify_all()
 
     @property
     def idle(self) -> bool:
-        """Nothing running, nothing queued (a busy-retry counts as queued)."""
+        """Nothing running, nothing queued (a busy-retry counts as queued; the retry of a
+        failed sync, which may wait minutes, does not)."""
         with self._cond:
-            return self._running is None and self._pending is None
+            return self._quiet()
+
+    def _quiet(self) -> bool:
+        return self._running is None and (self._pending is None or self._failure_retry)
+
+    @property
+    def failures(self) -> int:
+        """Failed syncs in a row (0 once one succeeds)."""
+        with self._cond:
+            return self._failures
 
     @property
     def running(self) -> bool:
@@ -112,7 +146,7 @@ class SyncQueue:
     def wait_idle(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._running is not None or self._pending is not None:
+            while not self._quiet():
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
@@ -138,6 +172,7 @@ class SyncQueue:
                     wait = 0.0 if self._retry_at is None else self._retry_at - time.monotonic()
                     if wait <= 0:
                         request, self._pending, self._retry_at = self._pending, None, None
+                        self._failure_retry = False
                         self._running = request
                         self._cancel = threading.Event()
                         return request
@@ -157,9 +192,19 @@ class SyncQueue:
             self._tell(finished)
             with self._cond:
                 self._running = None
-                if finished.busy and not self._closed:
+                self._failures = self._failures + 1 if finished.failed else 0
+                retry = None
+                if finished.busy:
+                    retry = self._busy_retry_s
+                elif finished.failed:
+                    retry = self._backoff.delay(self._failures)
+                if retry is not None and not self._closed:
+                    # After a failure, a request that came in meanwhile (a change on disk,
+                    # maybe the fix) runs at once.
+                    waiting = finished.failed and self._pending is not None
                     self._pending = request.merged(self._pending)
-                    self._retry_at = time.monotonic() + self._busy_retry_s
+                    self._retry_at = None if waiting else time.monotonic() + retry
+                    self._failure_retry = finished.failed and not waiting
                 self._cond.notify_all()
 
     def _tell(self, event: SyncEvent) -> None:

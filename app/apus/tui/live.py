@@ -178,11 +178,17 @@ class LiveMemory:
     def on_status(self, status: IndexStatus) -> None:
         self._embeddings = status.embeddings
         self._status_at = time.monotonic()
-        self.app.counts = (
+        counts = (
             f"{plural(status.files, 'note')} · {plural(status.chunks, 'chunk')}"
             if status.indexed
             else "not indexed yet"
         )
+        outcome = status.last_sync_outcome
+        if outcome is not None and not outcome.ok:
+            # Stands until a sync succeeds (the queue retries by itself); F4 has the fix.
+            error = outcome.error or ""
+            counts += f" · ✗ sync failed: {error[:77] + '…' if len(error) > 80 else error}"
+        self.app.counts = counts
         self._show_provider()
 
     def note_vector_leg(self, report: LegReport) -> None:

@@ -1,8 +1,14 @@
-"""Token-budgeted, structure-aware chunks with overlap and file line ranges."""
+"""Token-budgeted, structure-aware chunks with overlap and file line ranges.
+
+Chunks are made as they are consumed (`iter_chunks`): the pieces, the packing and the slices
+of a huge line are generators, so a 300 MB single-line note is cut into chunks that the
+store writes one by one, and memory holds the note's text once, not again in its chunks.
+"""
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from apus.vault.markdown import FenceTracker, ParsedNote, heading, split_lines
@@ -62,6 +68,10 @@ class _LineTokens:
         if count is None:
             count = self._counts[index] = count_tokens(self._lines[index])
         return count
+
+    def known(self, index: int, count: int) -> None:
+        """The count of a line measured as a block of its own (not counted twice)."""
+        self._counts[index] = count
 
 
 def _blocks(lines: list[str]) -> tuple[list[_Block], list[tuple[str, ...]]]:
@@ -130,9 +140,9 @@ def _fitting_end(line: str, start: int, budget: int) -> int:
     return max(end, start + 1)
 
 
-def _split_line(line: str, budget: int) -> list[str]:
-    """Slices of one over-long line (minified text, CJK without breaks), each within budget."""
-    parts: list[str] = []
+def _split_line(line: str, budget: int) -> Iterator[str]:
+    """Slices of one over-long line (minified text, CJK without breaks), each within budget,
+    made one at a time."""
     start = 0
     while start < len(line):
         end = _fitting_end(line, start, budget)
@@ -144,30 +154,29 @@ def _split_line(line: str, budget: int) -> list[str]:
                 end = space + 1
             while end - start > 1 and unicodedata.category(line[end])[0] == "M":
                 end -= 1
-        parts.append(line[start:end])
+        yield line[start:end]
         start = end
-    return parts
 
 
 def _pieces(
     lines: list[str], blocks: list[_Block], max_tokens: int, line_tokens: _LineTokens
-) -> list[_Piece]:
-    pieces: list[_Piece] = []
+) -> Iterator[_Piece]:
     for block in blocks:
         tokens = count_tokens("\n".join(lines[block.start : block.end]))
+        if block.end - block.start == 1:
+            line_tokens.known(block.start, tokens)
         if tokens <= max_tokens:
-            pieces.append(_Piece(block.start, block.end, tokens, is_heading=block.is_heading))
+            yield _Piece(block.start, block.end, tokens, is_heading=block.is_heading)
             continue
         for index in range(block.start, block.end):
             if not lines[index].strip():
                 continue
             tokens = line_tokens[index]
             if tokens <= max_tokens:
-                pieces.append(_Piece(index, index + 1, tokens))
+                yield _Piece(index, index + 1, tokens)
                 continue
             for part in _split_line(lines[index], max_tokens):
-                pieces.append(_Piece(index, index + 1, count_tokens(part), part=part))
-    return pieces
+                yield _Piece(index, index + 1, count_tokens(part), part=part)
 
 
 def _heading_cut(group: list[_Piece], max_tokens: int) -> int | None:
@@ -210,45 +219,43 @@ def _overlap(
 
 
 def _pack(
-    pieces: list[_Piece],
+    pieces: Iterable[_Piece],
     lines: list[str],
     max_tokens: int,
     overlap: int,
     line_tokens: _LineTokens,
-) -> list[list[_Piece]]:
-    groups: list[list[_Piece]] = []
+) -> Iterator[list[_Piece]]:
     group: list[_Piece] = []
     tokens = 0
-    index = 0
-    while index < len(pieces):
-        piece = pieces[index]
+    upcoming = iter(pieces)
+    piece = next(upcoming, None)
+    while piece is not None:
         if piece.part is not None:
             # A slice of a huge line is a chunk of its own: its text is not whole lines.
             if group:
-                groups.append(group)
-            groups.append([piece])
+                yield group
+            yield [piece]
             group, tokens = [], 0
-            index += 1
+            piece = next(upcoming, None)
             continue
         if not group or tokens + piece.tokens <= max_tokens:
             group.append(piece)
             tokens += piece.tokens
-            index += 1
+            piece = next(upcoming, None)
             continue
         cut = _heading_cut(group, max_tokens)
         if cut is not None:
-            groups.append(group[:cut])
+            yield group[:cut]
             group = group[cut:]
             tokens = sum(kept.tokens for kept in group)
-            continue
-        groups.append(group)
+            continue  # the same piece again, against what is left of the group
+        yield group
         # A heading starts a new topic; carrying the previous section's tail would blur it.
         budget = min(overlap, max_tokens - piece.tokens)
         group = [] if piece.is_heading else _overlap(group, budget, lines, line_tokens)
         tokens = sum(kept.tokens for kept in group)
     if group:
-        groups.append(group)
-    return groups
+        yield group
 
 
 def _heading_path(group: list[_Piece], paths: list[tuple[str, ...]]) -> tuple[str, ...]:
@@ -260,7 +267,13 @@ def _heading_path(group: list[_Piece], paths: list[tuple[str, ...]]) -> tuple[st
 
 
 def chunk_note(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) -> list[Chunk]:
-    """Cut the body of `note` into chunks of at most `max_tokens` (as `count_tokens` counts).
+    """Every chunk of `note` (see `iter_chunks`), in a list."""
+    return list(iter_chunks(note, max_tokens=max_tokens, overlap=overlap))
+
+
+def iter_chunks(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) -> Iterator[Chunk]:
+    """Cut the body of `note` into chunks of at most `max_tokens` (as `count_tokens` counts),
+    made as they are consumed.
 
     Blocks (headings, fenced code, paragraphs) stay whole when they fit; chunks preferably
     end before a heading; each chunk after a cut inside a section repeats up to `overlap`
@@ -269,22 +282,32 @@ def chunk_note(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) ->
     """
     if max_tokens < 1 or overlap < 0:
         raise ValueError(f"need max_tokens >= 1 and overlap >= 0, got {max_tokens}, {overlap}")
-    lines = [line.rstrip("\r\n") for line in split_lines(note.body)]
+    return _chunks(note, max_tokens, overlap)
+
+
+def _body_lines(body: str) -> list[str]:
+    if "\n" not in body and "\r" not in body:
+        return [body] if body else []  # one line: the body itself, not a copy of it
+    return [line.rstrip("\r\n") for line in split_lines(body)]
+
+
+def _chunks(note: ParsedNote, max_tokens: int, overlap: int) -> Iterator[Chunk]:
+    lines = _body_lines(note.body)
     blocks, paths = _blocks(lines)
     line_tokens = _LineTokens(lines)
     pieces = _pieces(lines, blocks, max_tokens, line_tokens)
-    chunks: list[Chunk] = []
     for ordinal, group in enumerate(_pack(pieces, lines, max_tokens, overlap, line_tokens)):
         first, last = group[0], group[-1]
-        text = first.part if first.part is not None else "\n".join(lines[first.start : last.end])
-        chunks.append(
-            Chunk(
-                ordinal=ordinal,
-                text=text,
-                start_line=first.start + note.body_start_line,
-                end_line=last.end - 1 + note.body_start_line,
-                heading_path=_heading_path(group, paths),
-                tokens=count_tokens(text),
-            )
+        if first.part is not None:
+            text, tokens = first.part, first.tokens  # counted when it was cut
+        else:
+            text = "\n".join(lines[first.start : last.end])
+            tokens = count_tokens(text)
+        yield Chunk(
+            ordinal=ordinal,
+            text=text,
+            start_line=first.start + note.body_start_line,
+            end_line=last.end - 1 + note.body_start_line,
+            heading_path=_heading_path(group, paths),
+            tokens=tokens,
         )
-    return chunks

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 
 import yaml
 
@@ -18,6 +19,8 @@ _ATX_HEADING_RE = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*
 _FENCE_OPEN_RE = re.compile(r" {0,3}(`{3,}(?!.*`)|~{3,})")
 _ISO_DATE_RE = re.compile(r"(\d{4}-\d{2}-\d{2})(?:[T ].*)?", re.ASCII)
 _IMPORTANCE_RANGE = (1.0, 10.0)
+# An integer tag longer than this is no tag (64 bits: about 19 decimal digits).
+_MAX_INT_TAG_BITS = 64
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,9 @@ class ParsedNote:
     body: str
     body_start_line: int
     title: str  # meta.title, else the first H1, else the file stem
+    # Frontmatter fields left out because their value could not be read, each with why:
+    # the note is indexed without them (status and doctor list them).
+    problems: tuple[str, ...] = ()
 
 
 def split_lines(text: str) -> list[str]:
@@ -104,13 +110,21 @@ _NoDatesLoader.yaml_implicit_resolvers = {
 }
 
 
-def _load_frontmatter(source: str) -> dict[object, object] | None:
+def _load_frontmatter(source: str) -> tuple[dict[object, object] | None, str | None]:
+    """The frontmatter's mapping (None when it is not one), and why it could not be read."""
     try:
         data = yaml.load(source, Loader=_NoDatesLoader)
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
-        # Notes are user content: any frontmatter we cannot read is treated as absent.
-        return None
-    return data if isinstance(data, dict) else None
+    except yaml.YAMLError as exc:
+        # Notes are user content: frontmatter we cannot read is treated as absent, and said.
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        return None, f"frontmatter left out: it is not valid YAML{where}"
+    except (ValueError, TypeError, RecursionError, OverflowError, MemoryError) as exc:
+        # A number past CPython's 4300-digit limit, nesting too deep for the parser...
+        return None, (
+            f"frontmatter left out: it cannot be read ({type(exc).__name__}: {_short(str(exc))})"
+        )
+    return (data if isinstance(data, dict) else None), None
 
 
 def _split_frontmatter(lines: list[str]) -> tuple[str | None, int]:
@@ -121,6 +135,10 @@ def _split_frontmatter(lines: list[str]) -> tuple[str | None, int]:
         if lines[index].rstrip() in _FRONTMATTER_CLOSE:
             return "".join(lines[1:index]), index + 1
     return None, 0
+
+
+class _Refused(ValueError):
+    """A frontmatter value present but unusable: the field is left out, with this reason."""
 
 
 def _meta_date(value: object) -> str | None:
@@ -139,17 +157,33 @@ def _meta_date(value: object) -> str | None:
 
 
 def _meta_importance(value: object) -> float | None:
-    if isinstance(value, bool):
+    if value is None or isinstance(value, bool):
         return None
     if isinstance(value, str):
         try:
             value = float(value.strip())
         except ValueError:
             return None
-    if not isinstance(value, int | float) or not math.isfinite(value):
-        return None
     low, high = _IMPORTANCE_RANGE
-    return float(value) if low <= value <= high else None
+    if isinstance(value, int):
+        # Compared as an int: `1` followed by 400 zeros is a valid YAML int that float()
+        # and math.isfinite() refuse with OverflowError.
+        if low <= value <= high:
+            return float(value)
+        raise _Refused(f"{_describe_int(value)} is not a number from 1 to 10")
+    if not isinstance(value, float) or not math.isfinite(value):
+        return None
+    if low <= value <= high:
+        return value
+    raise _Refused(f"{value:g} is not a number from 1 to 10")
+
+
+def _describe_int(value: int) -> str:
+    """An int as text even past CPython's 4300-digit str() limit (which raises)."""
+    if value.bit_length() <= _MAX_INT_TAG_BITS:
+        return str(value)
+    digits = int(value.bit_length() * math.log10(2)) + 1
+    return f"a number of about {digits} digits"
 
 
 def _meta_triggers(value: object) -> tuple[str, ...]:
@@ -168,8 +202,16 @@ def _meta_tags(value: object) -> tuple[str, ...]:
         items = value
     else:
         return ()
-    tags = (str(item).strip().lstrip("#").strip() for item in items if isinstance(item, str | int))
+    tags = (_tag_text(item) for item in items if isinstance(item, str | int))
     return tuple(dict.fromkeys(tag for tag in tags if tag))
+
+
+def _tag_text(item: str | int) -> str:
+    if isinstance(item, int) and item.bit_length() > _MAX_INT_TAG_BITS:
+        # str() of an int past 4300 digits raises ValueError (CPython's conversion limit);
+        # no one tags a note with such a number: the field is left out, and that is said.
+        raise _Refused(f"a tag is {_describe_int(item)}")
+    return str(item).strip().lstrip("#").strip()
 
 
 def _meta_title(value: object) -> str | None:
@@ -192,20 +234,55 @@ def _first_h1(lines: list[str]) -> str | None:
 def parse_note(text: str, *, fallback_title: str) -> ParsedNote:
     """Split `text` into frontmatter metadata and body; never raises on odd content."""
     text = text.removeprefix("\ufeff")
-    lines = split_lines(text)
+    # One line (a huge minified note): the text itself, not a copy made by the split.
+    lines = split_lines(text) if "\n" in text or "\r" in text else [text] if text else []
     source, body_index = _split_frontmatter(lines)
-    data = _load_frontmatter(source) if source is not None else None
-    meta = NoteMeta()
-    if data is not None:
-        meta = NoteMeta(
-            title=_meta_title(data.get("title")),
-            date=_meta_date(data.get("date")),
-            importance=_meta_importance(data.get("importance")),
-            triggers=_meta_triggers(data.get("triggers")),
-            tags=_meta_tags(data.get("tags")),
-        )
+    data, unreadable = _load_frontmatter(source) if source is not None else (None, None)
+    meta, problems = _read_meta(data) if data is not None else (NoteMeta(), [])
+    if unreadable is not None:
+        problems.insert(0, unreadable)
     body_lines = lines[body_index:]
     title = meta.title or _first_h1(body_lines) or fallback_title
     return ParsedNote(
-        meta=meta, body="".join(body_lines), body_start_line=body_index + 1, title=title
+        meta=meta,
+        # Without frontmatter the body is the text itself: a huge note is not held twice.
+        body=text if body_index == 0 else "".join(body_lines),
+        body_start_line=body_index + 1,
+        title=title,
+        problems=tuple(problems),
     )
+
+
+_FIELD_READERS: dict[str, Callable[[object], object]] = {
+    "title": _meta_title,
+    "date": _meta_date,
+    "importance": _meta_importance,
+    "triggers": _meta_triggers,
+    "tags": _meta_tags,
+}
+_FIELD_DEFAULTS = {field.name: field.default for field in fields(NoteMeta)}
+
+
+def _read_meta(data: dict[object, object]) -> tuple[NoteMeta, list[str]]:
+    """The fields of `data`, each read on its own: a value no reader expected (a number of
+    thousands of digits, a structure nested too deep) leaves out that field alone, and says
+    so, instead of stopping the note, or the whole sync, with a traceback."""
+    values: dict[str, object] = {}
+    problems: list[str] = []
+    for name, reader in _FIELD_READERS.items():
+        try:
+            values[name] = reader(data.get(name))
+        except _Refused as exc:
+            values[name] = _FIELD_DEFAULTS[name]
+            problems.append(f"frontmatter `{name}` left out: {exc}")
+        except Exception as exc:  # user content: any failure of one field voids that field
+            values[name] = _FIELD_DEFAULTS[name]
+            problems.append(
+                f"frontmatter `{name}` left out: its value cannot be read "
+                f"({type(exc).__name__}: {_short(str(exc))})"
+            )
+    return NoteMeta(**values), problems  # type: ignore[arg-type]
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

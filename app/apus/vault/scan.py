@@ -197,7 +197,10 @@ class _Walk:
     found: list[_Found] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
     visited_dirs: set[tuple[int, int]] = field(default_factory=set)
-    deferred: list[tuple[str, str]] = field(default_factory=list)
+    deferred: list[tuple[str, str, int | None]] = field(default_factory=list)
+    # Stay on each root's device: a folder on another one (a mount inside the vault) is
+    # skipped, listed once, and never walked, unless the setting says to cross.
+    cross_devices: bool = False
 
     def check_cancel(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
@@ -219,18 +222,28 @@ class _Walk:
 
     def walk(self, top: str, rel_top: str) -> None:
         """Depth-first walk of the real folders under `top`; symlinked folders wait."""
-        self._drain([(top, rel_top)], via_symlink=False)
+        try:
+            device: int | None = os.stat(top).st_dev
+        except OSError:
+            device = None  # reported by the walk itself
+        self._drain([(top, rel_top)], via_symlink=False, device=device)
 
     def follow_links(self) -> None:
         """Walk the symlinked folders found, once every real folder of every root is done,
         so a symlink to a folder already walked is what gets skipped, never the real path."""
         while self.deferred:
-            path, rel_path = self.deferred.pop()
-            self._drain([(path, rel_path)], via_symlink=True, link=rel_path)
+            path, rel_path, device = self.deferred.pop()
+            self._drain([(path, rel_path)], via_symlink=True, link=rel_path, device=device)
 
     def _drain(
-        self, pending: list[tuple[str, str]], *, via_symlink: bool, link: str | None = None
+        self,
+        pending: list[tuple[str, str]],
+        *,
+        via_symlink: bool,
+        device: int | None,
+        link: str | None = None,
     ) -> None:
+        """Walk `pending` folders; with `device`, only those on it (the root's)."""
         while pending:
             self.check_cancel()
             path, rel_dir = pending.pop()
@@ -238,6 +251,15 @@ class _Walk:
                 st = os.stat(path)
             except OSError as error:
                 self.skipped.append(SkippedFile(rel_dir, _os_reason(error)))
+                continue
+            if not self.cross_devices and device is not None and st.st_dev != device:
+                self.skipped.append(
+                    SkippedFile(
+                        rel_dir,
+                        "another file system is mounted here: not walked "
+                        "(memory.search.sync.crossDevices = true walks it)",
+                    )
+                )
                 continue
             identity = (st.st_dev, st.st_ino)
             if identity in self.visited_dirs:
@@ -253,7 +275,7 @@ class _Walk:
                 continue
             subdirs, links = self._visit_entries(entries, rel_dir, via_symlink=via_symlink)
             pending.extend(reversed(subdirs))
-            self.deferred.extend(reversed(links))
+            self.deferred.extend((path, rel, device) for path, rel in reversed(links))
 
     def _visit_entries(
         self, entries: list[os.DirEntry[str]], rel_dir: str, *, via_symlink: bool
@@ -373,9 +395,13 @@ def scan_roots(
     cancel: threading.Event | None = None,
     on_progress: Callable[[int], None] | None = None,
     media: MediaRule | None = None,
+    cross_devices: bool = False,
 ) -> ScanResult:
     """List the notes under `vault` and `extra_paths` with their size and mtime (and, with
     `media`, the files of its suffixes under `extra_paths`).
+
+    Each root's walk stays on the device the root is on (a folder mounted from another one
+    is listed in `skipped` once) unless `cross_devices`.
 
     Problems with single files or folders are reported in `skipped`, never raised; only a
     missing or unreadable vault raises (FileNotFoundError, NotADirectoryError,
@@ -405,6 +431,7 @@ def scan_roots(
         cancel=cancel,
         on_progress=on_progress,
         media=media,
+        cross_devices=cross_devices,
     )
     walk.walk(real_vault, "")
     for extra in extras:

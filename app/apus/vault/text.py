@@ -153,6 +153,11 @@ def tokenize(text: str) -> Iterator[Token]:
             yield Token(_fold_word(match.group()), start, end)
 
 
+# Texts longer than this are counted in windows of about this many characters.
+_COUNT_WINDOW = 1 << 20
+_SPACE_RE = re.compile(r"\s")
+
+
 def count_tokens(text: str) -> int:
     """Approximate how many model tokens `text` costs, erring high.
 
@@ -164,6 +169,25 @@ def count_tokens(text: str) -> int:
     """
     if not text:
         return 0
+    if len(text) <= _COUNT_WINDOW:
+        return -(-_tenths(text) // 10)
+    # A huge text (a note of one 300 MB line) is counted window by window, each cut just
+    # before a whitespace character: no word, punctuation run, long word or CJK run spans
+    # one, so the sum is exact, and the regex passes never allocate more than a window's
+    # worth (subn over the whole text made about three times its size in pieces).
+    total, start = 0, 0
+    while start < len(text):
+        end = start + _COUNT_WINDOW
+        if end < len(text):
+            space = _SPACE_RE.search(text, end)
+            end = space.start() if space is not None else len(text)
+        total += _tenths(text[start:end])
+        start = end
+    return -(-total // 10)
+
+
+def _tenths(text: str) -> int:
+    """Ten times the token count of `text`, before rounding up."""
     if text.isascii():
         cjk = 0
         word_re, punct_re, long_re = _ASCII_WORD_RE, _ASCII_PUNCT_RE, _ASCII_LONG_WORD_RE
@@ -180,7 +204,7 @@ def count_tokens(text: str) -> int:
     tenths = 10 * cjk + 13 * word_re.subn("", text)[1] + 10 * punct_re.subn("", text)[1]
     for match in long_re.finditer(text):
         tenths += 10 * ((match.end() - match.start() - 1) // _LONG_WORD_BLOCK)
-    return -(-tenths // 10)
+    return tenths
 
 
 def snippet_tokens(text: str) -> frozenset[str]:

@@ -59,6 +59,10 @@ _FAULT_WORDS = {
     "Floating-point exception": signal.SIGFPE,
 }
 _FATAL = re.compile(r"Fatal Python error: (.+)")
+_HUNG_FIX = (
+    "nothing, if it was paused on purpose (SIGSTOP, a debugger); if it repeats, apus doctor "
+    "(and see the server log)"
+)
 _MEANINGFUL = re.compile(
     r"GGML_ASSERT|\berror\b|\bfailed\b|\babort(ed)?\b|out of memory|bad_alloc|terminate called",
     re.IGNORECASE,
@@ -78,25 +82,39 @@ class ServerEnd:
     signal: int | None = None
     log_lines: tuple[str, ...] = ()
     log_file: str = ""
+    # Set when an Apus process ended it because it stopped answering for this many seconds.
+    hung_s: int | None = None
 
     @classmethod
-    def from_returncode(cls, returncode: int, log_text: str, log_file: str = "") -> ServerEnd:
+    def from_returncode(
+        cls, returncode: int, log_text: str, log_file: str = "", *, hung: int | None = None
+    ) -> ServerEnd:
+        """`hung`: an Apus process killed it after it stopped answering for that long (then
+        the SIGKILL it took says nothing about why it ended)."""
         lines = meaningful_lines(log_text)
         if returncode < 0:
-            return cls(signal=-returncode, log_lines=lines, log_file=log_file)
-        return cls(code=returncode, log_lines=lines, log_file=log_file)
+            return cls(signal=-returncode, log_lines=lines, log_file=log_file, hung_s=hung)
+        return cls(code=returncode, log_lines=lines, log_file=log_file, hung_s=hung)
 
     @classmethod
-    def from_log(cls, log_text: str, log_file: str = "") -> ServerEnd:
+    def from_log(cls, log_text: str, log_file: str = "", *, hung: int | None = None) -> ServerEnd:
         """For a server another process started: faulthandler's last words name the signal."""
         found = None
         for match in _FATAL.finditer(log_text):
             found = _FAULT_WORDS.get(match.group(1).strip(), found)
-        return cls(signal=found, log_lines=meaningful_lines(log_text), log_file=log_file)
+        return cls(
+            signal=found,
+            log_lines=meaningful_lines(log_text),
+            log_file=log_file,
+            hung_s=hung,
+        )
 
     @property
     def how(self) -> str:
-        """ "SIGILL (illegal instruction)", "exit code 1", or "an unknown cause"."""
+        """ "SIGILL (illegal instruction)", "exit code 1", "stopped answering for 12 s;
+        replaced", or "an unknown cause"."""
+        if self.hung_s is not None:
+            return f"stopped answering for {self.hung_s} s; replaced"
         if self.signal is not None:
             try:
                 name = signal.Signals(self.signal).name
@@ -110,11 +128,15 @@ class ServerEnd:
 
     @property
     def meaning(self) -> str:
+        if self.hung_s is not None:
+            return "an Apus process ended it and started a new one"
         words = _SIGNALS.get(self.signal or 0)
         return words[1] if words else ""
 
     @property
     def fix(self) -> str:
+        if self.hung_s is not None:
+            return _HUNG_FIX
         words = _SIGNALS.get(self.signal or 0)
         return words[2] if words else _REPORT_FIX
 
@@ -164,6 +186,7 @@ class CrashLedger:
                     last.get("signal"),
                     tuple(last["log_lines"]),
                     str(last.get("log_file", "")),
+                    last.get("hung_s"),
                 ),
                 engine=str(data["engine"]),
                 at=float(data["at"]),

@@ -294,13 +294,38 @@ class ManagedServer:
         its exit status; others know that a crashed server left its state file behind, and
         read the signal from the log (faulthandler's last words)."""
         log_text = procs.tail(Path(state.log_file), lines=400, max_bytes=65536)
+        hung = self._replaced_after(state)
         if self._reaped is not None and self._reaped[0] == state.pid:
             code = self._reaped[1]
-            return None if code == 0 else ServerEnd.from_returncode(code, log_text, state.log_file)
+            if code == 0:
+                return None
+            return ServerEnd.from_returncode(code, log_text, state.log_file, hung=hung)
         shared = self._read_state()
         if shared is None or shared.instance != state.instance:
             return None
-        return ServerEnd.from_log(log_text, state.log_file)
+        return ServerEnd.from_log(log_text, state.log_file, hung=hung)
+
+    def _replaced_file(self, state: ServerState) -> Path:
+        return self.state_file.parent / f"embed-server-{self._key}-{state.instance}.replaced"
+
+    def _note_replaced(self, state: ServerState) -> None:
+        """Record, beside the server's state, that it is being replaced because it stopped
+        answering, and for how long: its log has been silent that long (a live server writes
+        to it for every request), and at least the probe's own wait."""
+        try:
+            silent = time.time() - Path(state.log_file).stat().st_mtime
+        except OSError:
+            silent = 0.0
+        seconds = max(1, round(max(silent, _ATTACH_PROBE_TIMEOUT_S)))
+        with contextlib.suppress(OSError):
+            self._replaced_file(state).write_text(str(seconds), encoding="utf-8")
+
+    def _replaced_after(self, state: ServerState) -> int | None:
+        """Seconds `state`'s server had not answered when an Apus process replaced it."""
+        try:
+            return int(self._replaced_file(state).read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            return None
 
     def _attach_or_start(self) -> ServerState:
         with self._shared_lock():
@@ -530,7 +555,10 @@ class ManagedServer:
     def _discard_stale(self, state: ServerState) -> None:
         """Forget a state file whose server is gone or unresponsive."""
         if procs.pid_alive(state.pid) and self._owns(state):
-            procs.terminate(state.pid)  # our own hung server: nobody can use it
+            # Our own hung server (SIGSTOPped, deadlocked): nobody can use it. Noted first
+            # (for every process), so its end is told as a hang, not as the SIGKILL it takes.
+            self._note_replaced(state)
+            procs.terminate(state.pid)
         if not procs.pid_alive(state.pid):  # a crashed server could not clean up after itself
             shutil.rmtree(state.clients_dir, ignore_errors=True)
         with contextlib.suppress(OSError):

@@ -99,6 +99,7 @@ class BrowseScreen(NotifiesWorkerErrors, Screen[None]):
             settings.vault_path(),
             settings.extra_roots(),
             max_file_bytes=settings.search.sync.max_file_bytes,
+            cross_devices=settings.search.sync.cross_devices,
         )
         self.post_message(self.Listed(list_vault(scan.files)))
 

@@ -65,6 +65,18 @@ def status_content(status: IndexStatus, *, probing: bool = False) -> Content:
             row("", f"{item.rel_path}: {item.reason}", "$text-muted")
         if len(status.skipped) > _LIST_LIMIT:
             row("", f"… and {len(status.skipped) - _LIST_LIMIT} more", "$text-muted")
+    outcome = status.last_sync_outcome
+    if outcome is not None and not outcome.ok:
+        row("Sync", f"failed at {outcome.as_dict()['at']}: {outcome.error}", "$text-error")
+        if outcome.fix:
+            row("", f"Fix: {outcome.fix}", "$text-muted")
+    if status.problems:
+        row(
+            "Problems", plural(len(status.problems), "note") + " not indexed whole", "$text-warning"
+        )
+        for problem in status.problems[:_LIST_LIMIT]:
+            row("", f"{problem.path}: {problem.reason}", "$text-muted")
+        row("", f"Fix: {status.problems[0].fix}", "$text-muted")
     if status.replaced_utf8:
         row(
             "Note",

@@ -108,14 +108,21 @@ class AgentTools:
 
     def memory_get(
         self,
-        path: Annotated[str, Field(description="A note's path, as a search result gives it")],
+        path: Annotated[
+            str,
+            Field(
+                description="A note's path or a result's citation (path#L12-L30, path#L12), "
+                "as a search result gives it"
+            ),
+        ],
         from_: Annotated[
             int, Field(validation_alias="from", ge=1, description="First line, 1-based")
         ] = 1,
         lines: Annotated[int, Field(ge=1, le=2000, description="How many lines")] = 200,
     ) -> NoteWindow:
-        """Read lines of an indexed note. Long notes come in pages: when `truncated`,
-        call again with from=nextFrom."""
+        """Read lines of an indexed note. A citation (path#L12-L30) reads just those lines;
+        path#L12 reads a page from line 12. Long notes come in pages: when `truncated`,
+        call again with the plain path and from=nextFrom."""
         key = session_key_of(path.split("#", 1)[0])
         if key is not None:
             raise ToolError(
@@ -135,7 +142,8 @@ class AgentTools:
             nextFrom=window.next_start,
         )
         hint = (
-            f"\n[more content: call memory_get again with from={window.next_start}]"
+            f"\n[more content: call memory_get again with path={window.path!r} "
+            f"from={window.next_start}]"
             if window.truncated
             else ""
         )

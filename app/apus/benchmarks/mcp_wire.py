@@ -24,10 +24,31 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 QUERY = "router firmware backup"
-WORDS = (
-    "router firmware backup vpn deploy blog garden kayak invoice meeting budget laptop "
-    "printer password gateway ticket release review design draft notes weekly plan"
-).split()
+WORDS = [
+    "router",
+    "firmware",
+    "backup",
+    "vpn",
+    "deploy",
+    "blog",
+    "garden",
+    "kayak",
+    "invoice",
+    "meeting",
+    "budget",
+    "laptop",
+    "printer",
+    "password",
+    "gateway",
+    "ticket",
+    "release",
+    "review",
+    "design",
+    "draft",
+    "notes",
+    "weekly",
+    "plan",
+]
 
 
 def write_vault(root: Path, notes: int, seed: int = 21) -> None:

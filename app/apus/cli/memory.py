@@ -329,7 +329,9 @@ def related(
 def get(path: str, start: int, lines: int, as_json: bool) -> None:
     """Print lines of the indexed note at PATH (as search results name it).
 
-    Only indexed Markdown notes inside the vault (or `extraPaths`) are read.
+    PATH may be a result's citation: `notes/a.md#L12-L30` prints those lines,
+    `notes/a.md#L12` a page from line 12. Only indexed Markdown notes inside the vault
+    (or `extraPaths`) are read.
     """
 
     def body() -> None:

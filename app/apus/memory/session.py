@@ -30,7 +30,8 @@ from apus.memory.embeddings import embeddings_state
 from apus.memory.note_reader import (
     DEFAULT_LINES,
     NoteLines,
-    read_note_lines,
+    parse_address,
+    read_address,
     resolve_indexed_note,
 )
 from apus.memory.sync_queue import SyncEvent, SyncQueue, SyncRequest
@@ -179,9 +180,10 @@ class Memory:
         return self.searcher().related(rel_path, limit, scoped)
 
     def get(self, path: str, start: int = 1, lines: int = DEFAULT_LINES) -> NoteLines:
-        """Lines of an indexed note; anything else is refused with the reason."""
+        """Lines of an indexed note; anything else is refused with the reason. `path` may be
+        a search result's citation (`path#Lx-Ly`, `path#Lx`): its lines are the window."""
         with self._read_store() as store:
-            return read_note_lines(self.settings, store, path, start, lines)
+            return read_address(self.settings, store, path, start, lines)
 
     def recall(self, message: str) -> list[RecallEntry]:
         """Trigger recall over MEMORY.md / USER.md; vectors help when they can."""
@@ -320,7 +322,7 @@ class Memory:
 
     def _indexed_path(self, path: str) -> str:
         with self._read_store() as store:
-            return resolve_indexed_note(self.settings, store, path)[0]
+            return resolve_indexed_note(self.settings, store, parse_address(path).path)[0]
 
     def _vector_leg(self) -> ProviderVectorLeg | None:
         with self._lock:

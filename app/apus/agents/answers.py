@@ -40,6 +40,20 @@ class Fallback(_Answer):
     fix: str = ""
 
 
+class TimeWindow(_Answer):
+    """The dates a search was held to, and the words they were read from."""
+
+    since: str | None = Field(None, description="first day, YYYY-MM-DD (none: no lower bound)")
+    until: str | None = Field(None, description="last day, YYYY-MM-DD (none: no upper bound)")
+    text: str = Field(description="the words the window was read from")
+    source: str = Field(description='"query" (read from the query) or "arguments" (since/until)')
+
+    def describe(self) -> str:
+        if self.since and self.until:
+            return self.since if self.since == self.until else f"{self.since} to {self.until}"
+        return f"from {self.since}" if self.since else f"up to {self.until}"
+
+
 class SearchAnswer(_Answer):
     """Passages best first. `unavailable` (with `error` and `action`) when the configured
     embedding provider cannot answer and must not be silently replaced by keywords."""
@@ -50,6 +64,12 @@ class SearchAnswer(_Answer):
     mode: str | None = Field(None, description="hybrid, keyword or vector: what really ran")
     fallback: Fallback | None = Field(
         None, description="why search by meaning did not run, and what fixes it"
+    )
+    timeWindow: TimeWindow | None = Field(
+        None, description="the dates results were held to, and what they were read from"
+    )
+    notices: list[str] | None = Field(
+        None, description="what was changed in the request (a clamped maxResults, a trimmed answer)"
     )
     debug: dict[str, Any] | None = None
     unavailable: bool | None = None

@@ -16,8 +16,11 @@ from contextlib import asynccontextmanager
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools.base import Tool
+from mcp_types import ToolAnnotations
 
 from apus import __version__, paths
+from apus.agents.arguments import CheckedTool, publish_defaults
 from apus.agents.tools import AgentTools
 from apus.config import SettingsSource
 from apus.index.status import IndexStatus
@@ -25,15 +28,18 @@ from apus.memory import Memory
 
 log = logging.getLogger(__name__)
 
-TOOL_NAMES = (
-    "memory_search",
-    "memory_get",
-    "memory_related",
-    "memory_recall",
-    "memory_status",
-    "sessions_search",
-    "sessions_history",
-)
+# Each tool and its title; all of them only read, and asking twice gives the same answer
+# (for an unchanged vault), so a client may run them without asking the user.
+TOOL_TITLES = {
+    "memory_search": "Search memory",
+    "memory_get": "Read a note",
+    "memory_related": "Related notes",
+    "memory_recall": "Recall by trigger phrase",
+    "memory_status": "Memory status",
+    "sessions_search": "Search earlier conversations",
+    "sessions_history": "Read an earlier conversation",
+}
+TOOL_NAMES = tuple(TOOL_TITLES)
 
 
 def build_server(memory: Memory) -> MCPServer:
@@ -48,18 +54,37 @@ def build_server(memory: Memory) -> MCPServer:
         finally:
             await anyio.to_thread.run_sync(memory.close)
 
-    server = MCPServer(
+    return MCPServer(
         "apus",
         title="Apus memory",
         version=__version__,
         instructions=instructions(memory.status()),
         lifespan=lifespan,
         log_level="WARNING",
+        tools=_tools(memory),
     )
+
+
+def _tools(memory: Memory) -> list[Tool]:
     tools = AgentTools(memory)
-    for name in TOOL_NAMES:
-        server.add_tool(getattr(tools, name), name=name)
-    return server
+    query = memory.settings.search.query
+    registered = []
+    for name, title in TOOL_TITLES.items():
+        tool = CheckedTool.from_function(
+            getattr(tools, name),
+            name=name,
+            title=title,
+            annotations=ToolAnnotations(
+                title=title,
+                read_only_hint=True,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
+        )
+        publish_defaults(tool, {"maxResults": query.max_results, "minScore": query.min_score})
+        registered.append(tool)
+    return registered
 
 
 def instructions(status: IndexStatus) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -29,6 +30,7 @@ from apus.agents.answers import (
     SessionsSearchAnswer,
     TranscriptMatchAnswer,
 )
+from apus.agents.compact import MIN_MAX_CHARS, fit, render_text, structured
 from apus.embed.base import redact
 from apus.errors import ApusError, ProviderUnavailableError
 from apus.index.note_filter import (
@@ -40,8 +42,14 @@ from apus.index.note_filter import (
 )
 from apus.memory import Memory
 from apus.search.engine import SearchHit, SearchOptions, SearchResponse
+from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
 from apus.search.ranking import readable_score
 from apus.vault.transcripts import session_key_of
+
+# The most passages one answer holds (maxResults above it is clamped, and said so).
+MAX_RESULTS = 200
+# Passages fetched to fill an answer after perNote: enough for the cap at the default.
+OVERFETCH_CAP = 600
 
 Corpus = Literal["memory", "sessions", "all"]
 AgentArg = Annotated[
@@ -61,9 +69,29 @@ class AgentTools:
     def memory_search(
         self,
         query: Annotated[str, Field(description="What to look for, in words or a phrase")],
-        maxResults: Annotated[int, Field(ge=1, le=200, description="How many passages")] = 10,
+        maxResults: Annotated[
+            int | None,
+            Field(ge=1, description=f"How many passages (at most {MAX_RESULTS}; more is clamped)"),
+        ] = None,
         minScore: Annotated[
-            float | None, Field(ge=0, le=1, description="Drop passages scoring below this")
+            float | None,
+            Field(ge=0, le=1, description="Prefer passages whose relevance reaches this"),
+        ] = None,
+        perNote: Annotated[
+            int,
+            Field(
+                ge=1,
+                le=MAX_RESULTS,
+                description="At most this many passages of one note (touching ones merged)",
+            ),
+        ] = DEFAULT_PER_NOTE,
+        maxChars: Annotated[
+            int | None,
+            Field(
+                ge=MIN_MAX_CHARS,
+                description="A size budget for the whole answer, in characters: snippets are "
+                "cut to fit, the lowest passages left out if need be",
+            ),
         ] = None,
         corpus: Annotated[
             Corpus, Field(description='"memory" (notes), "sessions" (transcripts) or "all"')
@@ -97,14 +125,21 @@ class AgentTools:
             sources=CORPUS_SOURCES[corpus],
             scope=SessionScope(asker=Asker(agent, session)),
         )
-        options = SearchOptions(limit=maxResults, min_score=minScore, filters=filters)
+        limit, notices = _clamped(maxResults, self.memory.settings.search.query.max_results)
+        # Asked for more than shown: passages of a note past its first `perNote` give way.
+        fetch = min(limit * (1 + perNote), OVERFETCH_CAP)
+        options = SearchOptions(limit=fetch, min_score=minScore, filters=filters)
         try:
             response = self.memory.search(query, options)
         except ProviderUnavailableError as exc:
-            return _reply(_unavailable(exc))
+            return _search_reply(_unavailable(exc), maxChars)
         except ApusError as exc:
             raise _tool_error(exc) from exc
-        return _reply(self._answer(response))
+        hits = limit_per_note(response.hits, perNote)[:limit]
+        answer = self._answer(replace(response, hits=hits))
+        if notices:
+            answer.notices = notices
+        return _search_reply(answer, maxChars)
 
     def memory_get(
         self,
@@ -152,16 +187,22 @@ class AgentTools:
     def memory_related(
         self,
         path: Annotated[str, Field(description="A note's path, as a search result gives it")],
-        maxResults: Annotated[int, Field(ge=1, le=200, description="How many notes")] = 10,
+        maxResults: Annotated[
+            int, Field(ge=1, description=f"How many notes (at most {MAX_RESULTS}; more is clamped)")
+        ] = 10,
     ) -> SearchAnswer:
         """Notes most related to a given note (the note itself excluded), one passage each:
         by the note's own vectors when embeddings are ready, else by its title and
         headings."""
+        limit, notices = _clamped(maxResults, maxResults)
         try:
-            response = self.memory.related(path, maxResults)
+            response = self.memory.related(path, limit)
         except ApusError as exc:
             raise _tool_error(exc) from exc
-        return _reply(self._answer(response))
+        answer = self._answer(response)
+        if notices:
+            answer.notices = notices
+        return _search_reply(answer, None)
 
     def memory_recall(
         self, message: Annotated[str, Field(description="The user's message, as written")]
@@ -183,7 +224,12 @@ class AgentTools:
                 for e in entries
             ]
         )
-        return _reply(answer)  # type: ignore[return-value]
+        lines = [
+            f"{e.citation}  {e.score:.3f}  trigger {e.trigger!r}: {e.snippet}"
+            for e in answer.entries
+        ]
+        text = "\n".join(lines) if lines else "No entry's trigger matches this message."
+        return _reply(answer, text=text)  # type: ignore[return-value]
 
     def memory_status(self) -> dict[str, Any]:
         """What is indexed, what was skipped and why, and whether search by meaning works
@@ -323,6 +369,25 @@ def _day(text: str | None, name: str) -> dt.date | None:
         raise ToolError(f"`{name}` must be a date written YYYY-MM-DD, not {text!r}.") from None
 
 
+def _clamped(asked: int | None, default: int) -> tuple[int, list[str]]:
+    """The number of results to give, and a notice when more were asked than the cap."""
+    wanted = default if asked is None else asked
+    if wanted <= MAX_RESULTS:
+        return wanted, []
+    return MAX_RESULTS, [f"maxResults {wanted} is above the cap of {MAX_RESULTS}: clamped"]
+
+
+def _search_reply(answer: SearchAnswer, max_chars: int | None) -> Any:
+    """Compact text (one line per passage) and the full structured answer, both held to
+    `max_chars` when given."""
+    if max_chars is not None:
+        answer = fit(answer, max_chars)
+    return CallToolResult(
+        content=[TextContent(type="text", text=render_text(answer))],
+        structured_content=structured(answer),
+    )
+
+
 def _tool_error(exc: ApusError) -> ToolError:
     return ToolError(f"{exc.message} Fix: {exc.fix}" if exc.fix else exc.message)
 
@@ -330,8 +395,6 @@ def _tool_error(exc: ApusError) -> ToolError:
 def _reply(answer: BaseModel, *, text: str | None = None) -> Any:
     """The structured answer without empty fields, and a text form for clients that only
     read text."""
-    structured = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
-    body = text if text is not None else json.dumps(structured, ensure_ascii=False, indent=1)
-    return CallToolResult(
-        content=[TextContent(type="text", text=body)], structured_content=structured
-    )
+    data = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body = text if text is not None else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=data)

@@ -25,6 +25,7 @@ from apus.agents.tools import AgentTools
 from apus.config import SettingsSource
 from apus.index.status import IndexStatus
 from apus.memory import Memory
+from apus.search.time_words import today, window_in_query
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,10 @@ def build_server(memory: Memory) -> MCPServer:
     async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
         memory.start_live()
         _warm_up(memory)
+        # dateparser loads its language data on first use (about a second): not in a search.
+        threading.Thread(
+            target=window_in_query, args=("last week",), kwargs={"today": today()}, daemon=True
+        ).start()
         try:
             yield None
         finally:
@@ -66,7 +71,7 @@ def build_server(memory: Memory) -> MCPServer:
 
 
 def _tools(memory: Memory) -> list[Tool]:
-    tools = AgentTools(memory)
+    tools = AgentTools(memory, today=today)
     query = memory.settings.search.query
     registered = []
     for name, title in TOOL_TITLES.items():
@@ -105,10 +110,11 @@ def instructions(status: IndexStatus) -> str:
         f"Apus is the user's long-term memory: the Markdown notes of {status.vault} "
         f"({held}; {meaning}).\n"
         "- memory_search: find passages by meaning and exact words (names, IDs, error "
-        "strings). Filter by path prefixes, dates (since/until) and tags. Cite results with "
-        "their `citation`.\n"
-        "- memory_get: read a note a result points to; long notes come in pages (call again "
-        "with from=nextFrom).\n"
+        "strings). Filter by path prefixes, dates (since/until: YYYY-MM-DD or words such as "
+        "'last week', '7d'; a time in the query itself, 'what did I decide last week', is "
+        "read as dates too) and tags. Cite results with their `citation`.\n"
+        "- memory_get: read a note or a result's citation (path#L12-L30); long notes come in "
+        "pages (call again with from=nextFrom).\n"
         "- memory_related: notes most like a given note.\n"
         "- memory_recall: curated entries of MEMORY.md / USER.md whose trigger phrases match "
         "the user's message; cheap enough for every turn.\n"

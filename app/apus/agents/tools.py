@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -28,6 +29,7 @@ from apus.agents.answers import (
     SearchAnswer,
     SessionHistoryAnswer,
     SessionsSearchAnswer,
+    TimeWindow,
     TranscriptMatchAnswer,
 )
 from apus.agents.compact import MIN_MAX_CHARS, fit, render_text, structured
@@ -44,6 +46,7 @@ from apus.memory import Memory
 from apus.search.engine import SearchHit, SearchOptions, SearchResponse
 from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
 from apus.search.ranking import readable_score
+from apus.search.time_words import ACCEPTED, TimeWordsError, bound, window_in_query
 from apus.vault.transcripts import session_key_of
 
 # The most passages one answer holds (maxResults above it is clamped, and said so).
@@ -63,8 +66,9 @@ SessionArg = Annotated[
 class AgentTools:
     """The tool functions; the server registers each bound method under its own name."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, today: Callable[[], dt.date] = dt.date.today) -> None:
         self.memory = memory
+        self.today = today  # what "last week" counts from
 
     def memory_search(
         self,
@@ -100,10 +104,15 @@ class AgentTools:
             list[str] | None, Field(description="Only notes under these path prefixes")
         ] = None,
         since: Annotated[
-            str | None, Field(description="Only notes dated on or after YYYY-MM-DD")
+            str | None,
+            Field(
+                description="Only notes dated on or after this: YYYY-MM-DD, a timestamp, 7d, "
+                "2w, yesterday, last week, last month (without since/until, a time in the "
+                "query itself is read: 'what did I decide last week')"
+            ),
         ] = None,
         until: Annotated[
-            str | None, Field(description="Only notes dated on or before YYYY-MM-DD")
+            str | None, Field(description="Only notes dated on or before this (as since)")
         ] = None,
         tags: Annotated[
             list[str] | None, Field(description="Only notes whose frontmatter has all these tags")
@@ -117,10 +126,12 @@ class AgentTools:
         note with memory_get. Filters narrow the search before ranking. With corpus
         "sessions" or "all", indexed agent transcripts the asker may see are searched too
         (their hits have source "sessions"; read them with sessions_history)."""
+        today = self.today()
+        window, words = _time_window(query, since, until, today)
         filters = NoteFilter(
             path_prefixes=tuple(normalise_prefix(p) for p in paths or ()),
-            since=_day(since, "since"),
-            until=_day(until, "until"),
+            since=None if window is None else window.since,
+            until=None if window is None else window.until,
             tags=tuple(tags or ()),
             sources=CORPUS_SOURCES[corpus],
             scope=SessionScope(asker=Asker(agent, session)),
@@ -130,13 +141,19 @@ class AgentTools:
         fetch = min(limit * (1 + perNote), OVERFETCH_CAP)
         options = SearchOptions(limit=fetch, min_score=minScore, filters=filters)
         try:
-            response = self.memory.search(query, options)
+            response = self.memory.search(words, options)
+            if not response.hits and window is not None and window.source == "query":
+                # Read from the words, the window is a guess: say it was empty, show the rest.
+                notices.append(f"nothing dated {window.describe()}; these are from any date")
+                undated = replace(options, filters=replace(filters, since=None, until=None))
+                response = self.memory.search(words, undated)
         except ProviderUnavailableError as exc:
             return _search_reply(_unavailable(exc), maxChars)
         except ApusError as exc:
             raise _tool_error(exc) from exc
         hits = limit_per_note(response.hits, perNote)[:limit]
         answer = self._answer(replace(response, hits=hits))
+        answer.timeWindow = None if window is None else window.answer()
         if notices:
             answer.notices = notices
         return _search_reply(answer, maxChars)
@@ -360,13 +377,57 @@ def _unavailable(exc: ProviderUnavailableError) -> SearchAnswer:
     )
 
 
-def _day(text: str | None, name: str) -> dt.date | None:
+@dataclass(frozen=True)
+class _Window:
+    since: dt.date | None
+    until: dt.date | None
+    text: str
+    source: Literal["query", "arguments"]
+
+    def answer(self) -> TimeWindow:
+        return TimeWindow(
+            since=None if self.since is None else self.since.isoformat(),
+            until=None if self.until is None else self.until.isoformat(),
+            text=self.text,
+            source=self.source,
+        )
+
+    def describe(self) -> str:
+        return self.answer().describe()
+
+
+def _time_window(
+    query: str, since: str | None, until: str | None, today: dt.date
+) -> tuple[_Window | None, str]:
+    """The dates to hold the search to, and the words to search for. Explicit since/until
+    win; without them a time expression in the query is read and taken out of it."""
+    given = {name: text for name, text in (("since", since), ("until", until)) if text}
+    if given:
+        first = _bound(since, "since", today, end=False)
+        last = _bound(until, "until", today, end=True)
+        if first is not None and last is not None and first > last:
+            raise ToolError(
+                f"`since` ({first}) is after `until` ({last}): no day is in both. "
+                "Fix: swap them, or leave one out."
+            )
+        text = " ".join(f"{name}={value}" for name, value in given.items())
+        return _Window(first, last, text, "arguments"), query
+    found = window_in_query(query, today=today)
+    if found is None:
+        return None, query
+    window, words = found
+    return _Window(window.since, window.until, window.text, "query"), words
+
+
+def _bound(text: str | None, name: str, today: dt.date, *, end: bool) -> dt.date | None:
     if text is None or not text.strip():
         return None
     try:
-        return dt.date.fromisoformat(text.strip())
-    except ValueError:
-        raise ToolError(f"`{name}` must be a date written YYYY-MM-DD, not {text!r}.") from None
+        return bound(text, today=today, end=end)
+    except TimeWordsError:
+        raise ToolError(
+            f"`{name}` names no date: {text!r}. Fix: write it as one of {ACCEPTED}."
+        ) from None
 
 
 def _clamped(asked: int | None, default: int) -> tuple[int, list[str]]:

@@ -154,7 +154,30 @@ def _safe_echo(text: str, fg: str | None = None) -> None:
     click.secho(terminal_safe(text), fg=fg)
 
 
-_DAY = click.DateTime(formats=["%Y-%m-%d"])
+class _Day(click.ParamType):
+    """A day in the forms agents and people write (`2026-11-20`, `7d`, `last week`): the
+    first day of what it names for --since, the last for --until."""
+
+    name = "date"
+
+    def __init__(self, *, end: bool) -> None:
+        self.end = end
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> dt.date:
+        if isinstance(value, dt.date):
+            return value
+        from apus.search.time_words import ACCEPTED, TimeWordsError, bound, today
+
+        try:
+            return bound(str(value), today=today(), end=self.end)
+        except TimeWordsError:
+            self.fail(f"{value!r} names no date; write one of {ACCEPTED}", param, ctx)
+
+
+_SINCE = _Day(end=False)
+_UNTIL = _Day(end=True)
 
 
 def filter_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -170,12 +193,13 @@ def filter_options(command: Callable[..., None]) -> Callable[..., None]:
             ),
             click.option(
                 "--since",
-                type=_DAY,
-                metavar="YYYY-MM-DD",
+                type=_SINCE,
+                metavar="DATE",
                 help="Only notes dated on or after this day (file name, else frontmatter "
-                "`date`, else last modified).",
+                "`date`, else last modified): YYYY-MM-DD, 7d, 2w, yesterday, last week, "
+                "last month.",
             ),
-            click.option("--until", type=_DAY, metavar="YYYY-MM-DD", help="… on or before."),
+            click.option("--until", type=_UNTIL, metavar="DATE", help="… on or before."),
             click.option(
                 "--tag",
                 "tags",
@@ -190,16 +214,16 @@ def filter_options(command: Callable[..., None]) -> Callable[..., None]:
 
 def _filters(
     paths: tuple[str, ...],
-    since: dt.datetime | None,
-    until: dt.datetime | None,
+    since: dt.date | None,
+    until: dt.date | None,
     tags: tuple[str, ...],
 ) -> NoteFilter:
     from apus.index.note_filter import NoteFilter, normalise_prefix
 
     return NoteFilter(
         path_prefixes=tuple(normalise_prefix(p) for p in paths),
-        since=since.date() if since else None,
-        until=until.date() if until else None,
+        since=since,
+        until=until,
         tags=tags,
     )
 
@@ -233,8 +257,8 @@ def search(
     limit: int | None,
     mode: str,
     paths: tuple[str, ...],
-    since: dt.datetime | None,
-    until: dt.datetime | None,
+    since: dt.date | None,
+    until: dt.date | None,
     tags: tuple[str, ...],
     corpus: str,
     agent: str | None,
@@ -299,8 +323,8 @@ def related(
     path: str,
     limit: int,
     paths: tuple[str, ...],
-    since: dt.datetime | None,
-    until: dt.datetime | None,
+    since: dt.date | None,
+    until: dt.date | None,
     tags: tuple[str, ...],
     explain: bool,
     as_json: bool,

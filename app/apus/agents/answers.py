@@ -132,3 +132,14 @@ class SessionHistoryAnswer(_Answer):
     moreBefore: bool
     moreAfter: bool
     messages: list[HistoryMessage]
+
+
+class WriteAnswer(_Answer):
+    path: str = Field(description="the note the entry was appended to")
+    startLine: int
+    endLine: int
+    citation: str = Field(description="path#L<start>-L<end> of the entry (pass it to memory_get)")
+    created: bool = Field(description="the daily note did not exist before this entry")
+    indexed: bool = Field(
+        description="the entry is searchable now (false: another process is indexing; it will be)"
+    )

@@ -41,6 +41,8 @@ TOOL_TITLES = {
     "sessions_history": "Read an earlier conversation",
 }
 TOOL_NAMES = tuple(TOOL_TITLES)
+# Listed only when writing is on (memory.write.enabled, `apus mcp --writable`).
+WRITE_TOOL = ("memory_write", "Remember (append to memory notes)")
 
 
 def build_server(memory: Memory) -> MCPServer:
@@ -63,7 +65,7 @@ def build_server(memory: Memory) -> MCPServer:
         "apus",
         title="Apus memory",
         version=__version__,
-        instructions=instructions(memory.status()),
+        instructions=instructions(memory.status(), writable=memory.settings.memory.write.enabled),
         lifespan=lifespan,
         log_level="WARNING",
         tools=_tools(memory),
@@ -89,10 +91,27 @@ def _tools(memory: Memory) -> list[Tool]:
         )
         publish_defaults(tool, {"maxResults": query.max_results, "minScore": query.min_score})
         registered.append(tool)
+    if memory.settings.memory.write.enabled:
+        name, title = WRITE_TOOL
+        tool = CheckedTool.from_function(
+            tools.memory_write,
+            name=name,
+            title=title,
+            # It adds to the notes and never removes; two calls add two entries.
+            annotations=ToolAnnotations(
+                title=title,
+                read_only_hint=False,
+                destructive_hint=False,
+                idempotent_hint=False,
+                open_world_hint=False,
+            ),
+        )
+        publish_defaults(tool, {})
+        registered.append(tool)
     return registered
 
 
-def instructions(status: IndexStatus) -> str:
+def instructions(status: IndexStatus, *, writable: bool = False) -> str:
     """What a client shows the model: what the vault holds and which tool does what."""
     embeddings = status.embeddings
     meaning = (
@@ -120,7 +139,14 @@ def instructions(status: IndexStatus) -> str:
         "the user's message; cheap enough for every turn.\n"
         "- memory_status: what is indexed and whether search by meaning works.\n"
         f"- sessions_search / sessions_history: {_transcripts_line(status)}\n"
-        "Search before answering questions about the user's past work, preferences or "
+        + (
+            "- memory_write: append what you learn (a decision, a preference, a fact) to "
+            "today's daily note, or durable facts to MEMORY.md / USER.md, with importance "
+            "and trigger phrases; it is searchable as soon as the call returns.\n"
+            if writable
+            else ""
+        )
+        + "Search before answering questions about the user's past work, preferences or "
         "decisions; say so when memory has nothing on it."
     )
 

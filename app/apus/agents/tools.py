@@ -31,6 +31,7 @@ from apus.agents.answers import (
     SessionsSearchAnswer,
     TimeWindow,
     TranscriptMatchAnswer,
+    WriteAnswer,
 )
 from apus.agents.compact import MIN_MAX_CHARS, fit, render_text, structured
 from apus.embed.base import redact
@@ -43,6 +44,7 @@ from apus.index.note_filter import (
     normalise_prefix,
 )
 from apus.memory import Memory
+from apus.memory.writer import Entry, Target
 from apus.search.engine import SearchHit, SearchOptions, SearchResponse
 from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
 from apus.search.ranking import readable_score
@@ -247,6 +249,59 @@ class AgentTools:
         ]
         text = "\n".join(lines) if lines else "No entry's trigger matches this message."
         return _reply(answer, text=text)  # type: ignore[return-value]
+
+    def memory_write(
+        self,
+        text: Annotated[
+            str, Field(description="What to remember: one fact, decision or preference")
+        ],
+        target: Annotated[
+            Target,
+            Field(
+                description='"daily" (today\'s note, memory/YYYY-MM-DD.md), or for durable '
+                'facts "MEMORY.md" (about the work) / "USER.md" (about the user)'
+            ),
+        ] = "daily",
+        importance: Annotated[
+            int | None,
+            Field(ge=1, le=10, description="How much it matters, 1 (minor) to 10 (essential)"),
+        ] = None,
+        triggers: Annotated[
+            list[str] | None,
+            Field(
+                description="Phrases a user would say when this entry should be recalled "
+                "(memory_recall reads them in MEMORY.md and USER.md)"
+            ),
+        ] = None,
+    ) -> WriteAnswer:
+        """Append one entry to the user's memory notes (never changes what is there). It is
+        indexed before this returns: the next memory_search finds it."""
+        entry = Entry(
+            text=text, target=target, importance=importance, triggers=tuple(triggers or ())
+        )
+        try:
+            written = self.memory.write(entry, self.now())
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
+        place = written.entry
+        answer = WriteAnswer(
+            path=place.path,
+            startLine=place.start_line,
+            endLine=place.end_line,
+            citation=place.citation,
+            created=place.created,
+            indexed=written.indexed,
+        )
+        text_form = f"Written to {place.citation}" + (
+            "; searchable now."
+            if written.indexed
+            else "; it will be searchable after the sync another process is running."
+        )
+        return _reply(answer, text=text_form)  # type: ignore[return-value]
+
+    def now(self) -> dt.datetime:
+        """Today (as `today` says) at the local time of day."""
+        return dt.datetime.combine(self.today(), dt.datetime.now().time())
 
     def memory_status(self) -> dict[str, Any]:
         """What is indexed, what was skipped and why, and whether search by meaning works

@@ -411,6 +411,66 @@ def _hit_json(hit: Any, explain: bool) -> dict[str, Any]:
 
 
 @memory.command()
+@click.argument("text", nargs=-1, required=True)
+@click.option(
+    "--target",
+    type=click.Choice(["daily", "MEMORY.md", "USER.md"]),
+    default="daily",
+    show_default=True,
+    help="Today's daily note (memory/YYYY-MM-DD.md), MEMORY.md or USER.md.",
+)
+@click.option("--importance", type=click.IntRange(1, 10), help="How much it matters, 1-10.")
+@click.option(
+    "--trigger",
+    "triggers",
+    multiple=True,
+    metavar="PHRASE",
+    help="A phrase that should recall this entry (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def add(
+    text: tuple[str, ...],
+    target: str,
+    importance: int | None,
+    triggers: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Append TEXT as one entry to a memory note, and index it.
+
+    Only appends (nothing in the note is changed), and only to today's daily note,
+    MEMORY.md or USER.md of the vault; off unless memory.write.enabled is true
+    (APUS_MEMORY__WRITE__ENABLED=true).
+    """
+
+    def body() -> None:
+        from apus.memory.writer import Entry
+        from apus.search.time_words import today
+
+        entry = Entry(" ".join(text), target, importance, triggers)  # type: ignore[arg-type]
+        now = dt.datetime.combine(today(), dt.datetime.now().time())
+        with _open() as session:
+            written = session.write(entry, now)
+        place = written.entry
+        if as_json:
+            _json(
+                {
+                    "path": place.path,
+                    "start_line": place.start_line,
+                    "end_line": place.end_line,
+                    "citation": place.citation,
+                    "created": place.created,
+                    "indexed": written.indexed,
+                }
+            )
+            return
+        _safe_echo(f"Written to {place.citation}.")
+        if not written.indexed:
+            _safe_echo("Another process is indexing; it indexes the entry too.", fg="yellow")
+
+    run_guarded(body)
+
+
+@memory.command()
 @click.option("--deep", is_flag=True, help="Also probe the embedding provider once.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def status(deep: bool, as_json: bool) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -43,6 +44,7 @@ from apus.memory.transcript_reader import (
     search_transcripts,
     transcript_history,
 )
+from apus.memory.writer import Entry, WrittenEntry, append_entry
 from apus.search.engine import Searcher, SearchOptions, SearchResponse
 from apus.search.recall import RecallEntry, recall
 from apus.search.vector_leg import ProviderVectorLeg
@@ -51,6 +53,16 @@ from apus.vault.scan import NOTE_SUFFIXES
 from apus.watch import watch_notes
 
 log = logging.getLogger(__name__)
+
+
+# How long a write waits for its entry to be indexed before answering without it.
+INDEX_WAIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class WrittenMemory:
+    entry: WrittenEntry
+    indexed: bool  # searchable when the call returned
 
 
 @dataclass(frozen=True)
@@ -184,6 +196,24 @@ class Memory:
         a search result's citation (`path#Lx-Ly`, `path#Lx`): its lines are the window."""
         with self._read_store() as store:
             return read_address(self.settings, store, path, start, lines)
+
+    def write(self, entry: Entry, now: dt.datetime) -> WrittenMemory:
+        """Append an agent's entry to a memory note (when writing is on), then index it, so
+        the next search finds it. `now` names the daily note and stamps the entry."""
+        written = append_entry(self.settings, self.index_dir, entry, now)
+        return WrittenMemory(written, self._index_now())
+
+    def _index_now(self) -> bool:
+        """Bring the index up to date before answering; False when another process holds
+        the writer (it indexes the entry with everything else)."""
+        if self._syncs is not None:
+            self._syncs.request()
+            return self._syncs.wait_idle(timeout=INDEX_WAIT_S)
+        try:
+            self.sync()
+        except IndexBusyError:
+            return False
+        return True
 
     def recall(self, message: str) -> list[RecallEntry]:
         """Trigger recall over MEMORY.md / USER.md; vectors help when they can."""

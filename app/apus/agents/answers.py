@@ -54,6 +54,23 @@ class TimeWindow(_Answer):
         return f"from {self.since}" if self.since else f"up to {self.until}"
 
 
+class Indexing(_Answer):
+    """Notes are still being read into the index: results may miss those not read yet."""
+
+    phase: str = Field(description='what the sync is doing, e.g. "Reading notes"')
+    done: int
+    total: int = Field(description="0 while the number is not known yet")
+    eta: float | None = Field(None, description="seconds left, when there is an estimate")
+
+    def describe(self) -> str:
+        count = f" {self.done} of {self.total}" if self.total else ""
+        left = f", about {self.eta:.0f} s left" if self.eta is not None else ""
+        return (
+            f"{self.phase}{count}{left}; results may miss notes not read yet (ask again "
+            "when indexing is done)"
+        )
+
+
 class SearchAnswer(_Answer):
     """Passages best first. `unavailable` (with `error` and `action`) when the configured
     embedding provider cannot answer and must not be silently replaced by keywords."""
@@ -67,6 +84,9 @@ class SearchAnswer(_Answer):
     )
     timeWindow: TimeWindow | None = Field(
         None, description="the dates results were held to, and what they were read from"
+    )
+    indexing: Indexing | None = Field(
+        None, description="set while notes are still being read into the index"
     )
     notices: list[str] | None = Field(
         None, description="what was changed in the request (a clamped maxResults, a trimmed answer)"

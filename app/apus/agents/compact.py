@@ -34,6 +34,8 @@ def render_text(answer: SearchAnswer) -> str:
     window = answer.timeWindow
     if window is not None:
         lines.append(f"Time window ({window.source}: {window.text!r}): {window.describe()}")
+    if answer.indexing is not None:
+        lines.append(f"Still indexing: {answer.indexing.describe()}")
     lines += [f"Note: {notice}" for notice in answer.notices or ()]
     if answer.fallback is not None:
         fix = f" Fix: {answer.fallback.fix}" if answer.fallback.fix else ""

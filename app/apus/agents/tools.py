@@ -34,6 +34,7 @@ from apus.agents.answers import (
     WriteAnswer,
 )
 from apus.agents.compact import MIN_MAX_CHARS, fit, render_text, structured
+from apus.agents.indexing import IndexingWatch
 from apus.embed.base import redact
 from apus.errors import ApusError, ProviderUnavailableError
 from apus.index.note_filter import (
@@ -65,12 +66,40 @@ SessionArg = Annotated[
 ]
 
 
+PerNoteArg = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_RESULTS,
+        description="At most this many passages of one note (touching ones merged)",
+    ),
+]
+MaxCharsArg = Annotated[
+    int | None,
+    Field(
+        ge=MIN_MAX_CHARS,
+        description="A size budget for the whole answer, in characters: snippets are "
+        "cut to fit, the lowest passages left out if need be",
+    ),
+]
+SinceArg = Annotated[
+    str | None,
+    Field(
+        description="Only notes dated on or after this: YYYY-MM-DD, a timestamp, 7d, "
+        "2w, yesterday, last week, last month (without since/until, a time in the "
+        "query itself is read: 'what did I decide last week')"
+    ),
+]
+UntilArg = Annotated[str | None, Field(description="Only notes dated on or before this (as since)")]
+
+
 class AgentTools:
     """The tool functions; the server registers each bound method under its own name."""
 
     def __init__(self, memory: Memory, today: Callable[[], dt.date] = dt.date.today) -> None:
         self.memory = memory
         self.today = today  # what "last week" counts from
+        self.indexing = IndexingWatch(memory)
 
     def memory_search(
         self,
@@ -83,39 +112,16 @@ class AgentTools:
             float | None,
             Field(ge=0, le=1, description="Prefer passages whose relevance reaches this"),
         ] = None,
-        perNote: Annotated[
-            int,
-            Field(
-                ge=1,
-                le=MAX_RESULTS,
-                description="At most this many passages of one note (touching ones merged)",
-            ),
-        ] = DEFAULT_PER_NOTE,
-        maxChars: Annotated[
-            int | None,
-            Field(
-                ge=MIN_MAX_CHARS,
-                description="A size budget for the whole answer, in characters: snippets are "
-                "cut to fit, the lowest passages left out if need be",
-            ),
-        ] = None,
+        perNote: PerNoteArg = DEFAULT_PER_NOTE,
+        maxChars: MaxCharsArg = None,
         corpus: Annotated[
             Corpus, Field(description='"memory" (notes), "sessions" (transcripts) or "all"')
         ] = "memory",
         paths: Annotated[
             list[str] | None, Field(description="Only notes under these path prefixes")
         ] = None,
-        since: Annotated[
-            str | None,
-            Field(
-                description="Only notes dated on or after this: YYYY-MM-DD, a timestamp, 7d, "
-                "2w, yesterday, last week, last month (without since/until, a time in the "
-                "query itself is read: 'what did I decide last week')"
-            ),
-        ] = None,
-        until: Annotated[
-            str | None, Field(description="Only notes dated on or before this (as since)")
-        ] = None,
+        since: SinceArg = None,
+        until: UntilArg = None,
         tags: Annotated[
             list[str] | None, Field(description="Only notes whose frontmatter has all these tags")
         ] = None,
@@ -128,8 +134,7 @@ class AgentTools:
         note with memory_get. Filters narrow the search before ranking. With corpus
         "sessions" or "all", indexed agent transcripts the asker may see are searched too
         (their hits have source "sessions"; read them with sessions_history)."""
-        today = self.today()
-        window, words = _time_window(query, since, until, today)
+        window, words = _time_window(query, since, until, self.today())
         filters = NoteFilter(
             path_prefixes=tuple(normalise_prefix(p) for p in paths or ()),
             since=None if window is None else window.since,
@@ -143,22 +148,28 @@ class AgentTools:
         fetch = min(limit * (1 + perNote), OVERFETCH_CAP)
         options = SearchOptions(limit=fetch, min_score=minScore, filters=filters)
         try:
-            response = self.memory.search(words, options)
-            if not response.hits and window is not None and window.source == "query":
-                # Read from the words, the window is a guess: say it was empty, show the rest.
-                notices.append(f"nothing dated {window.describe()}; these are from any date")
-                undated = replace(options, filters=replace(filters, since=None, until=None))
-                response = self.memory.search(words, undated)
+            response = self._search_in_window(words, options, window, notices)
         except ProviderUnavailableError as exc:
             return _search_reply(_unavailable(exc), maxChars)
         except ApusError as exc:
             raise _tool_error(exc) from exc
-        hits = limit_per_note(response.hits, perNote)[:limit]
-        answer = self._answer(replace(response, hits=hits))
+        answer = self._answer(
+            replace(response, hits=limit_per_note(response.hits, perNote)[:limit])
+        )
         answer.timeWindow = None if window is None else window.answer()
-        if notices:
-            answer.notices = notices
+        answer.notices = notices or None
         return _search_reply(answer, maxChars)
+
+    def _search_in_window(
+        self, words: str, options: SearchOptions, window: _Window | None, notices: list[str]
+    ) -> SearchResponse:
+        response = self.memory.search(words, options)
+        if not response.hits and window is not None and window.source == "query":
+            # Read from the words, the window is a guess: say it was empty, show the rest.
+            notices.append(f"nothing dated {window.describe()}; these are from any date")
+            filters = replace(options.filters, since=None, until=None)
+            response = self.memory.search(words, replace(options, filters=filters))
+        return response
 
     def memory_get(
         self,
@@ -305,8 +316,13 @@ class AgentTools:
 
     def memory_status(self) -> dict[str, Any]:
         """What is indexed, what was skipped and why, and whether search by meaning works
-        (the object `apus memory status --json` prints)."""
-        return self.memory.status().as_dict()
+        (the object `apus memory status --json` prints, and `indexing` while notes are still
+        being read)."""
+        status = self.memory.status().as_dict()
+        indexing = self.indexing.current()
+        if indexing is not None:
+            status["indexing"] = indexing.model_dump(exclude_none=True)
+        return status
 
     def sessions_search(
         self,
@@ -392,6 +408,7 @@ class AgentTools:
         if provider.state in ("keyword-only", "unavailable"):
             debug["embeddingBootstrap"] = redact(provider.reason)
         return SearchAnswer(
+            indexing=self.indexing.current(),
             results=[_passage(hit) for hit in response.hits],
             provider=memory.settings.search.provider,
             model=_model_name(memory),

@@ -1,7 +1,7 @@
 """The bytes an agent receives: one `memory_search` answer of `apus mcp`, as the SDK client
 reads it, on a generated vault (keyword search: no model is loaded).
 
-    python -m apus.benchmarks.mcp_wire [--notes 300] [--max-results 10]
+    .venv/bin/python tests/support/mcp_wire.py [--notes 300] [--max-results 10]
 
 Prints the JSON-RPC result's size (what travels on stdio), its text content and its
 structured content, each in bytes of UTF-8.

@@ -10,7 +10,7 @@ import pytest
 from mcp_types import CallToolResult
 
 from agents.mcp_client import agent, call, refused, server_env
-from integration.helpers import run_apus, write_note
+from integration.helpers import run_apus, run_json, write_note
 
 
 def _long_note() -> str:
@@ -129,3 +129,13 @@ async def test_max_chars_holds_the_whole_answer(vault: Path) -> None:
         assert any(f"maxChars {budget}" in n for n in structured["notices"])
         cut = [hit["snippet"] for hit in structured["results"] if hit["snippet"].endswith("…")]
         assert cut, structured
+
+
+def test_cli_per_note(vault: Path) -> None:
+    env = server_env()
+    args = ("--vault", vault, "memory", "search", "kestrel tower", "-n", "20", "--json")
+    every = run_json(*args, env=env)["results"]
+    assert sum(hit["path"] == "notes/long.md" for hit in every) > 1
+    one = run_json(*args, "--per-note", "1", env=env)["results"]
+    assert [hit["path"] for hit in one].count("notes/long.md") == 1
+    assert len(one) == len({hit["path"] for hit in one}) == 13

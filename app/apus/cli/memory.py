@@ -250,6 +250,12 @@ def _filters(
 @click.option(
     "--session", metavar="AGENT/SESSION", help="The session asking (transcript visibility)."
 )
+@click.option(
+    "--per-note",
+    type=click.IntRange(1, 200),
+    metavar="N",
+    help="At most N passages of one note (touching ones merged into one).",
+)
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
 def search(
@@ -263,6 +269,7 @@ def search(
     corpus: str,
     agent: str | None,
     session: str | None,
+    per_note: int | None,
     explain: bool,
     as_json: bool,
 ) -> None:
@@ -285,13 +292,17 @@ def search(
             sources=CORPUS_SOURCES[corpus],
             scope=SessionScope(asker=Asker(agent, session)),
         )
-        options = SearchOptions(
-            mode=mode,  # type: ignore[arg-type]
-            limit=limit,
-            filters=filters,
-        )
+        from apus.search.per_note import limit_per_note
+
         with _open() as memory:
+            shown = limit or memory.settings.search.query.max_results
+            # With --per-note, more passages are asked for than shown: a note's extra ones
+            # give way to other notes.
+            fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
+            options = SearchOptions(mode=mode, limit=fetch, filters=filters)  # type: ignore[arg-type]
             response = memory.search(" ".join(query), options)
+        if per_note is not None:
+            response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
         _show(response, explain=explain, as_json=as_json)
 
     run_guarded(body)

@@ -18,13 +18,14 @@ async def test_answers_during_a_first_index_carry_indexing(tmp_path: Path) -> No
     async with agent(vault, server_env()) as session:
         # Ask until the server says the index is whole (its own signal, no clock).
         while True:
-            answer = await call(session, "memory_search", query="heron")
+            result = await session.call_tool("memory_search", {"query": "heron"})
+            answer = result.structured_content or {}
             status = await call(session, "memory_status")
             if "indexing" in answer:
                 seen.append(answer["indexing"])
-                result = await session.call_tool("memory_search", {"query": "heron"})
                 assert "Still indexing:" in result.content[0].text  # type: ignore[union-attr]
             if "indexing" not in status and status["files"] == NOTES:
+                assert status["keywordIndex"] == {"ready": True}
                 break
         final = await call(session, "memory_search", query="heron")
     assert seen, "no answer said the notes were still being read"

@@ -316,9 +316,12 @@ class AgentTools:
 
     def memory_status(self) -> dict[str, Any]:
         """What is indexed, what was skipped and why, and whether search by meaning works
-        (the object `apus memory status --json` prints, and `indexing` while notes are still
-        being read)."""
+        (the object `apus memory status --json` prints, with `keywordIndex`: whether keyword
+        search covers every stored note, and `indexing` while notes are still being read)."""
         status = self.memory.status().as_dict()
+        # Files in the store are not yet files keyword search finds: say both.
+        ready, reason = self.memory.searcher().keyword_ready()
+        status["keywordIndex"] = {"ready": ready, **({"reason": reason} if reason else {})}
         indexing = self.indexing.current()
         if indexing is not None:
             status["indexing"] = indexing.model_dump(exclude_none=True)

@@ -320,6 +320,12 @@ class Searcher:
 
     # -- the keyword leg ----------------------------------------------------------------
 
+    def keyword_ready(self) -> tuple[bool, str]:
+        """Whether keyword search can answer over everything the store holds, and if not,
+        why (missing, damaged, or behind the store while a sync writes)."""
+        health = self._keyword_health()
+        return health.ready and not health.repair, health.reason
+
     def keyword_needs_repair(self) -> bool:
         """Whether the keyword index is missing, damaged or behind the store."""
         return self._keyword_health().repair

@@ -89,7 +89,9 @@ def _tools(memory: Memory) -> list[Tool]:
                 open_world_hint=False,
             ),
         )
-        publish_defaults(tool, {"maxResults": query.max_results, "minScore": query.min_score})
+        # memory_search's two defaults come from the settings; the other tools' are their own.
+        defaults = {"maxResults": query.max_results, "minScore": query.min_score}
+        publish_defaults(tool, defaults if name == "memory_search" else {})
         registered.append(tool)
     if memory.settings.memory.write.enabled:
         name, title = WRITE_TOOL

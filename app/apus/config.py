@@ -223,8 +223,17 @@ class SearchSettings(_Section):
         )
 
 
+class WriteSettings(_Section):
+    # Agents may append entries to the memory notes (`memory_write`, `apus memory add`):
+    # off unless turned on here, by APUS_MEMORY__WRITE__ENABLED=true or `apus mcp --writable`.
+    enabled: bool = False
+    # One entry's text, in characters: a memory entry, not a document.
+    max_entry_chars: int = Field(4000, ge=100, le=100_000)
+
+
 class MemorySettings(_Section):
     search: SearchSettings = SearchSettings()
+    write: WriteSettings = WriteSettings()
 
 
 class SessionToolSettings(_Section):

@@ -40,6 +40,37 @@ class Fallback(_Answer):
     fix: str = ""
 
 
+class TimeWindow(_Answer):
+    """The dates a search was held to, and the words they were read from."""
+
+    since: str | None = Field(None, description="first day, YYYY-MM-DD (none: no lower bound)")
+    until: str | None = Field(None, description="last day, YYYY-MM-DD (none: no upper bound)")
+    text: str = Field(description="the words the window was read from")
+    source: str = Field(description='"query" (read from the query) or "arguments" (since/until)')
+
+    def describe(self) -> str:
+        if self.since and self.until:
+            return self.since if self.since == self.until else f"{self.since} to {self.until}"
+        return f"from {self.since}" if self.since else f"up to {self.until}"
+
+
+class Indexing(_Answer):
+    """Notes are still being read into the index: results may miss those not read yet."""
+
+    phase: str = Field(description='what the sync is doing, e.g. "Reading notes"')
+    done: int
+    total: int = Field(description="0 while the number is not known yet")
+    eta: float | None = Field(None, description="seconds left, when there is an estimate")
+
+    def describe(self) -> str:
+        count = f" {self.done} of {self.total}" if self.total else ""
+        left = f", about {self.eta:.0f} s left" if self.eta is not None else ""
+        return (
+            f"{self.phase}{count}{left}; results may miss notes not read yet (ask again "
+            "when indexing is done)"
+        )
+
+
 class SearchAnswer(_Answer):
     """Passages best first. `unavailable` (with `error` and `action`) when the configured
     embedding provider cannot answer and must not be silently replaced by keywords."""
@@ -50,6 +81,15 @@ class SearchAnswer(_Answer):
     mode: str | None = Field(None, description="hybrid, keyword or vector: what really ran")
     fallback: Fallback | None = Field(
         None, description="why search by meaning did not run, and what fixes it"
+    )
+    timeWindow: TimeWindow | None = Field(
+        None, description="the dates results were held to, and what they were read from"
+    )
+    indexing: Indexing | None = Field(
+        None, description="set while notes are still being read into the index"
+    )
+    notices: list[str] | None = Field(
+        None, description="what was changed in the request (a clamped maxResults, a trimmed answer)"
     )
     debug: dict[str, Any] | None = None
     unavailable: bool | None = None
@@ -112,3 +152,14 @@ class SessionHistoryAnswer(_Answer):
     moreBefore: bool
     moreAfter: bool
     messages: list[HistoryMessage]
+
+
+class WriteAnswer(_Answer):
+    path: str = Field(description="the note the entry was appended to")
+    startLine: int
+    endLine: int
+    citation: str = Field(description="path#L<start>-L<end> of the entry (pass it to memory_get)")
+    created: bool = Field(description="the daily note did not exist before this entry")
+    indexed: bool = Field(
+        description="the entry is searchable now (false: another process is indexing; it will be)"
+    )

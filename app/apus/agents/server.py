@@ -16,25 +16,34 @@ from contextlib import asynccontextmanager
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools.base import Tool
+from mcp_types import ToolAnnotations
 
 from apus import __version__, paths
+from apus.agents.arguments import CheckedTool, publish_defaults
 from apus.agents.stdio import run_stdio
 from apus.agents.tools import AgentTools
 from apus.config import SettingsSource
 from apus.index.status import IndexStatus
 from apus.memory import Memory
+from apus.search.time_words import today, window_in_query
 
 log = logging.getLogger(__name__)
 
-TOOL_NAMES = (
-    "memory_search",
-    "memory_get",
-    "memory_related",
-    "memory_recall",
-    "memory_status",
-    "sessions_search",
-    "sessions_history",
-)
+# Each tool and its title; all of them only read, and asking twice gives the same answer
+# (for an unchanged vault), so a client may run them without asking the user.
+TOOL_TITLES = {
+    "memory_search": "Search memory",
+    "memory_get": "Read a note",
+    "memory_related": "Related notes",
+    "memory_recall": "Recall by trigger phrase",
+    "memory_status": "Memory status",
+    "sessions_search": "Search earlier conversations",
+    "sessions_history": "Read an earlier conversation",
+}
+TOOL_NAMES = tuple(TOOL_TITLES)
+# Listed only when writing is on (memory.write.enabled, `apus mcp --writable`).
+WRITE_TOOL = ("memory_write", "Remember (append to memory notes)")
 
 
 def build_server(memory: Memory) -> MCPServer:
@@ -44,26 +53,68 @@ def build_server(memory: Memory) -> MCPServer:
     async def lifespan(_server: MCPServer) -> AsyncIterator[None]:
         memory.start_live()
         _warm_up(memory)
+        # dateparser loads its language data on first use (about a second): not in a search.
+        threading.Thread(
+            target=window_in_query, args=("last week",), kwargs={"today": today()}, daemon=True
+        ).start()
         try:
             yield None
         finally:
             await anyio.to_thread.run_sync(memory.close)
 
-    server = MCPServer(
+    return MCPServer(
         "apus",
         title="Apus memory",
         version=__version__,
-        instructions=instructions(memory.status()),
+        instructions=instructions(memory.status(), writable=memory.settings.memory.write.enabled),
         lifespan=lifespan,
         log_level="WARNING",
+        tools=_tools(memory),
     )
-    tools = AgentTools(memory)
-    for name in TOOL_NAMES:
-        server.add_tool(getattr(tools, name), name=name)
-    return server
 
 
-def instructions(status: IndexStatus) -> str:
+def _tools(memory: Memory) -> list[Tool]:
+    tools = AgentTools(memory, today=today)
+    query = memory.settings.search.query
+    registered = []
+    for name, title in TOOL_TITLES.items():
+        tool = CheckedTool.from_function(
+            getattr(tools, name),
+            name=name,
+            title=title,
+            annotations=ToolAnnotations(
+                title=title,
+                read_only_hint=True,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
+        )
+        # memory_search's two defaults come from the settings; the other tools' are their own.
+        defaults = {"maxResults": query.max_results, "minScore": query.min_score}
+        publish_defaults(tool, defaults if name == "memory_search" else {})
+        registered.append(tool)
+    if memory.settings.memory.write.enabled:
+        name, title = WRITE_TOOL
+        tool = CheckedTool.from_function(
+            tools.memory_write,
+            name=name,
+            title=title,
+            # It adds to the notes and never removes; two calls add two entries.
+            annotations=ToolAnnotations(
+                title=title,
+                read_only_hint=False,
+                destructive_hint=False,
+                idempotent_hint=False,
+                open_world_hint=False,
+            ),
+        )
+        publish_defaults(tool, {})
+        registered.append(tool)
+    return registered
+
+
+def instructions(status: IndexStatus, *, writable: bool = False) -> str:
     """What a client shows the model: what the vault holds and which tool does what."""
     embeddings = status.embeddings
     meaning = (
@@ -81,16 +132,24 @@ def instructions(status: IndexStatus) -> str:
         f"Apus is the user's long-term memory: the Markdown notes of {status.vault} "
         f"({held}; {meaning}).\n"
         "- memory_search: find passages by meaning and exact words (names, IDs, error "
-        "strings). Filter by path prefixes, dates (since/until) and tags. Cite results with "
-        "their `citation`.\n"
-        "- memory_get: read a note a result points to; long notes come in pages (call again "
-        "with from=nextFrom).\n"
+        "strings). Filter by path prefixes, dates (since/until: YYYY-MM-DD or words such as "
+        "'last week', '7d'; a time in the query itself, 'what did I decide last week', is "
+        "read as dates too) and tags. Cite results with their `citation`.\n"
+        "- memory_get: read a note or a result's citation (path#L12-L30); long notes come in "
+        "pages (call again with from=nextFrom).\n"
         "- memory_related: notes most like a given note.\n"
         "- memory_recall: curated entries of MEMORY.md / USER.md whose trigger phrases match "
         "the user's message; cheap enough for every turn.\n"
         "- memory_status: what is indexed and whether search by meaning works.\n"
         f"- sessions_search / sessions_history: {_transcripts_line(status)}\n"
-        "Search before answering questions about the user's past work, preferences or "
+        + (
+            "- memory_write: append what you learn (a decision, a preference, a fact) to "
+            "today's daily note, or durable facts to MEMORY.md / USER.md, with importance "
+            "and trigger phrases; it is searchable as soon as the call returns.\n"
+            if writable
+            else ""
+        )
+        + "Search before answering questions about the user's past work, preferences or "
         "decisions; say so when memory has nothing on it."
     )
 

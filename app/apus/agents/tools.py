@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -27,8 +29,12 @@ from apus.agents.answers import (
     SearchAnswer,
     SessionHistoryAnswer,
     SessionsSearchAnswer,
+    TimeWindow,
     TranscriptMatchAnswer,
+    WriteAnswer,
 )
+from apus.agents.compact import MIN_MAX_CHARS, fit, render_text, structured
+from apus.agents.indexing import IndexingWatch
 from apus.embed.base import redact
 from apus.errors import ApusError, ProviderUnavailableError
 from apus.index.note_filter import (
@@ -39,9 +45,17 @@ from apus.index.note_filter import (
     normalise_prefix,
 )
 from apus.memory import Memory
+from apus.memory.writer import Entry, Target
 from apus.search.engine import SearchHit, SearchOptions, SearchResponse
+from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
 from apus.search.ranking import readable_score
+from apus.search.time_words import ACCEPTED, TimeWordsError, bound, window_in_query
 from apus.vault.transcripts import session_key_of
+
+# The most passages one answer holds (maxResults above it is clamped, and said so).
+MAX_RESULTS = 200
+# Passages fetched to fill an answer after perNote: enough for the cap at the default.
+OVERFETCH_CAP = 600
 
 Corpus = Literal["memory", "sessions", "all"]
 AgentArg = Annotated[
@@ -52,31 +66,62 @@ SessionArg = Annotated[
 ]
 
 
+PerNoteArg = Annotated[
+    int,
+    Field(
+        ge=1,
+        le=MAX_RESULTS,
+        description="At most this many passages of one note (touching ones merged)",
+    ),
+]
+MaxCharsArg = Annotated[
+    int | None,
+    Field(
+        ge=MIN_MAX_CHARS,
+        description="A size budget for the whole answer, in characters: snippets are "
+        "cut to fit, the lowest passages left out if need be",
+    ),
+]
+SinceArg = Annotated[
+    str | None,
+    Field(
+        description="Only notes dated on or after this: YYYY-MM-DD, a timestamp, 7d, "
+        "2w, yesterday, last week, last month (without since/until, a time in the "
+        "query itself is read: 'what did I decide last week')"
+    ),
+]
+UntilArg = Annotated[str | None, Field(description="Only notes dated on or before this (as since)")]
+
+
 class AgentTools:
     """The tool functions; the server registers each bound method under its own name."""
 
-    def __init__(self, memory: Memory) -> None:
+    def __init__(self, memory: Memory, today: Callable[[], dt.date] = dt.date.today) -> None:
         self.memory = memory
+        self.today = today  # what "last week" counts from
+        self.indexing = IndexingWatch(memory)
 
     def memory_search(
         self,
         query: Annotated[str, Field(description="What to look for, in words or a phrase")],
-        maxResults: Annotated[int, Field(ge=1, le=200, description="How many passages")] = 10,
-        minScore: Annotated[
-            float | None, Field(ge=0, le=1, description="Drop passages scoring below this")
+        maxResults: Annotated[
+            int | None,
+            Field(ge=1, description=f"How many passages (at most {MAX_RESULTS}; more is clamped)"),
         ] = None,
+        minScore: Annotated[
+            float | None,
+            Field(ge=0, le=1, description="Prefer passages whose relevance reaches this"),
+        ] = None,
+        perNote: PerNoteArg = DEFAULT_PER_NOTE,
+        maxChars: MaxCharsArg = None,
         corpus: Annotated[
             Corpus, Field(description='"memory" (notes), "sessions" (transcripts) or "all"')
         ] = "memory",
         paths: Annotated[
             list[str] | None, Field(description="Only notes under these path prefixes")
         ] = None,
-        since: Annotated[
-            str | None, Field(description="Only notes dated on or after YYYY-MM-DD")
-        ] = None,
-        until: Annotated[
-            str | None, Field(description="Only notes dated on or before YYYY-MM-DD")
-        ] = None,
+        since: SinceArg = None,
+        until: UntilArg = None,
         tags: Annotated[
             list[str] | None, Field(description="Only notes whose frontmatter has all these tags")
         ] = None,
@@ -89,33 +134,60 @@ class AgentTools:
         note with memory_get. Filters narrow the search before ranking. With corpus
         "sessions" or "all", indexed agent transcripts the asker may see are searched too
         (their hits have source "sessions"; read them with sessions_history)."""
+        window, words = _time_window(query, since, until, self.today())
         filters = NoteFilter(
             path_prefixes=tuple(normalise_prefix(p) for p in paths or ()),
-            since=_day(since, "since"),
-            until=_day(until, "until"),
+            since=None if window is None else window.since,
+            until=None if window is None else window.until,
             tags=tuple(tags or ()),
             sources=CORPUS_SOURCES[corpus],
             scope=SessionScope(asker=Asker(agent, session)),
         )
-        options = SearchOptions(limit=maxResults, min_score=minScore, filters=filters)
+        limit, notices = _clamped(maxResults, self.memory.settings.search.query.max_results)
+        # Asked for more than shown: passages of a note past its first `perNote` give way.
+        fetch = min(limit * (1 + perNote), OVERFETCH_CAP)
+        options = SearchOptions(limit=fetch, min_score=minScore, filters=filters)
         try:
-            response = self.memory.search(query, options)
+            response = self._search_in_window(words, options, window, notices)
         except ProviderUnavailableError as exc:
-            return _reply(_unavailable(exc))
+            return _search_reply(_unavailable(exc), maxChars)
         except ApusError as exc:
             raise _tool_error(exc) from exc
-        return _reply(self._answer(response))
+        answer = self._answer(
+            replace(response, hits=limit_per_note(response.hits, perNote)[:limit])
+        )
+        answer.timeWindow = None if window is None else window.answer()
+        answer.notices = notices or None
+        return _search_reply(answer, maxChars)
+
+    def _search_in_window(
+        self, words: str, options: SearchOptions, window: _Window | None, notices: list[str]
+    ) -> SearchResponse:
+        response = self.memory.search(words, options)
+        if not response.hits and window is not None and window.source == "query":
+            # Read from the words, the window is a guess: say it was empty, show the rest.
+            notices.append(f"nothing dated {window.describe()}; these are from any date")
+            filters = replace(options.filters, since=None, until=None)
+            response = self.memory.search(words, replace(options, filters=filters))
+        return response
 
     def memory_get(
         self,
-        path: Annotated[str, Field(description="A note's path, as a search result gives it")],
+        path: Annotated[
+            str,
+            Field(
+                description="A note's path or a result's citation (path#L12-L30, path#L12), "
+                "as a search result gives it"
+            ),
+        ],
         from_: Annotated[
             int, Field(validation_alias="from", ge=1, description="First line, 1-based")
         ] = 1,
         lines: Annotated[int, Field(ge=1, le=2000, description="How many lines")] = 200,
     ) -> NoteWindow:
-        """Read lines of an indexed note. Long notes come in pages: when `truncated`,
-        call again with from=nextFrom."""
+        """Read lines of an indexed note. A citation (path#L12-L30) reads just those lines;
+        path#L12 reads a page from line 12. Long notes come in pages: when `truncated`,
+        call again with the plain path and from=nextFrom."""
         key = session_key_of(path.split("#", 1)[0])
         if key is not None:
             raise ToolError(
@@ -135,7 +207,8 @@ class AgentTools:
             nextFrom=window.next_start,
         )
         hint = (
-            f"\n[more content: call memory_get again with from={window.next_start}]"
+            f"\n[more content: call memory_get again with path={window.path!r} "
+            f"from={window.next_start}]"
             if window.truncated
             else ""
         )
@@ -144,16 +217,22 @@ class AgentTools:
     def memory_related(
         self,
         path: Annotated[str, Field(description="A note's path, as a search result gives it")],
-        maxResults: Annotated[int, Field(ge=1, le=200, description="How many notes")] = 10,
+        maxResults: Annotated[
+            int, Field(ge=1, description=f"How many notes (at most {MAX_RESULTS}; more is clamped)")
+        ] = 10,
     ) -> SearchAnswer:
         """Notes most related to a given note (the note itself excluded), one passage each:
         by the note's own vectors when embeddings are ready, else by its title and
         headings."""
+        limit, notices = _clamped(maxResults, maxResults)
         try:
-            response = self.memory.related(path, maxResults)
+            response = self.memory.related(path, limit)
         except ApusError as exc:
             raise _tool_error(exc) from exc
-        return _reply(self._answer(response))
+        answer = self._answer(response)
+        if notices:
+            answer.notices = notices
+        return _search_reply(answer, None)
 
     def memory_recall(
         self, message: Annotated[str, Field(description="The user's message, as written")]
@@ -175,14 +254,81 @@ class AgentTools:
                 for e in entries
             ]
         )
-        return _reply(answer)  # type: ignore[return-value]
+        lines = [
+            f"{e.citation}  {e.score:.3f}  trigger {e.trigger!r}: {e.snippet}"
+            for e in answer.entries
+        ]
+        text = "\n".join(lines) if lines else "No entry's trigger matches this message."
+        return _reply(answer, text=text)  # type: ignore[return-value]
+
+    def memory_write(
+        self,
+        text: Annotated[
+            str, Field(description="What to remember: one fact, decision or preference")
+        ],
+        target: Annotated[
+            Target,
+            Field(
+                description='"daily" (today\'s note, memory/YYYY-MM-DD.md), or for durable '
+                'facts "MEMORY.md" (about the work) / "USER.md" (about the user)'
+            ),
+        ] = "daily",
+        importance: Annotated[
+            int | None,
+            Field(ge=1, le=10, description="How much it matters, 1 (minor) to 10 (essential)"),
+        ] = None,
+        triggers: Annotated[
+            list[str] | None,
+            Field(
+                description="Phrases a user would say when this entry should be recalled "
+                "(memory_recall reads them in MEMORY.md and USER.md)"
+            ),
+        ] = None,
+    ) -> WriteAnswer:
+        """Append one entry to the user's memory notes (never changes what is there). It is
+        indexed before this returns: the next memory_search finds it."""
+        entry = Entry(
+            text=text, target=target, importance=importance, triggers=tuple(triggers or ())
+        )
+        try:
+            written = self.memory.write(entry, self.now())
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
+        place = written.entry
+        answer = WriteAnswer(
+            path=place.path,
+            startLine=place.start_line,
+            endLine=place.end_line,
+            citation=place.citation,
+            created=place.created,
+            indexed=written.indexed,
+        )
+        text_form = f"Written to {place.citation}" + (
+            "; searchable now."
+            if written.indexed
+            else "; it will be searchable after the sync another process is running."
+        )
+        return _reply(answer, text=text_form)  # type: ignore[return-value]
+
+    def now(self) -> dt.datetime:
+        """Today (as `today` says) at the local time of day."""
+        return dt.datetime.combine(self.today(), dt.datetime.now().time())
 
     def memory_status(self) -> dict[str, Any]:
         """What is indexed, what was skipped and why, and whether search by meaning works
-        (the object `apus memory status --json` prints), and whether edits on disk reach the
-        index by themselves from now on (`watching`)."""
+        (the object `apus memory status --json` prints, with `keywordIndex`: whether keyword
+        search covers every stored note, `watching`: whether edits on disk reach the index by
+        themselves from now on, and `indexing` while notes are still being read)."""
+        status = self.memory.status().as_dict()
         # `watching` is this server's own: a one-shot `status --json` watches nothing.
-        return {**self.memory.status().as_dict(), "watching": self.memory.watch_live}
+        status["watching"] = self.memory.watch_live
+        # Files in the store are not yet files keyword search finds: say both.
+        ready, reason = self.memory.searcher().keyword_ready()
+        status["keywordIndex"] = {"ready": ready, **({"reason": reason} if reason else {})}
+        indexing = self.indexing.current()
+        if indexing is not None:
+            status["indexing"] = indexing.model_dump(exclude_none=True)
+        return status
 
     def sessions_search(
         self,
@@ -268,6 +414,7 @@ class AgentTools:
         if provider.state in ("keyword-only", "unavailable"):
             debug["embeddingBootstrap"] = redact(provider.reason)
         return SearchAnswer(
+            indexing=self.indexing.current(),
             results=[_passage(hit) for hit in response.hits],
             provider=memory.settings.search.provider,
             model=_model_name(memory),
@@ -308,13 +455,76 @@ def _unavailable(exc: ProviderUnavailableError) -> SearchAnswer:
     )
 
 
-def _day(text: str | None, name: str) -> dt.date | None:
+@dataclass(frozen=True)
+class _Window:
+    since: dt.date | None
+    until: dt.date | None
+    text: str
+    source: Literal["query", "arguments"]
+
+    def answer(self) -> TimeWindow:
+        return TimeWindow(
+            since=None if self.since is None else self.since.isoformat(),
+            until=None if self.until is None else self.until.isoformat(),
+            text=self.text,
+            source=self.source,
+        )
+
+    def describe(self) -> str:
+        return self.answer().describe()
+
+
+def _time_window(
+    query: str, since: str | None, until: str | None, today: dt.date
+) -> tuple[_Window | None, str]:
+    """The dates to hold the search to, and the words to search for. Explicit since/until
+    win; without them a time expression in the query is read and taken out of it."""
+    given = {name: text for name, text in (("since", since), ("until", until)) if text}
+    if given:
+        first = _bound(since, "since", today, end=False)
+        last = _bound(until, "until", today, end=True)
+        if first is not None and last is not None and first > last:
+            raise ToolError(
+                f"`since` ({first}) is after `until` ({last}): no day is in both. "
+                "Fix: swap them, or leave one out."
+            )
+        text = " ".join(f"{name}={value}" for name, value in given.items())
+        return _Window(first, last, text, "arguments"), query
+    found = window_in_query(query, today=today)
+    if found is None:
+        return None, query
+    window, words = found
+    return _Window(window.since, window.until, window.text, "query"), words
+
+
+def _bound(text: str | None, name: str, today: dt.date, *, end: bool) -> dt.date | None:
     if text is None or not text.strip():
         return None
     try:
-        return dt.date.fromisoformat(text.strip())
-    except ValueError:
-        raise ToolError(f"`{name}` must be a date written YYYY-MM-DD, not {text!r}.") from None
+        return bound(text, today=today, end=end)
+    except TimeWordsError:
+        raise ToolError(
+            f"`{name}` names no date: {text!r}. Fix: write it as one of {ACCEPTED}."
+        ) from None
+
+
+def _clamped(asked: int | None, default: int) -> tuple[int, list[str]]:
+    """The number of results to give, and a notice when more were asked than the cap."""
+    wanted = default if asked is None else asked
+    if wanted <= MAX_RESULTS:
+        return wanted, []
+    return MAX_RESULTS, [f"maxResults {wanted} is above the cap of {MAX_RESULTS}: clamped"]
+
+
+def _search_reply(answer: SearchAnswer, max_chars: int | None) -> Any:
+    """Compact text (one line per passage) and the full structured answer, both held to
+    `max_chars` when given."""
+    if max_chars is not None:
+        answer = fit(answer, max_chars)
+    return CallToolResult(
+        content=[TextContent(type="text", text=render_text(answer))],
+        structured_content=structured(answer),
+    )
 
 
 def _tool_error(exc: ApusError) -> ToolError:
@@ -324,8 +534,6 @@ def _tool_error(exc: ApusError) -> ToolError:
 def _reply(answer: BaseModel, *, text: str | None = None) -> Any:
     """The structured answer without empty fields, and a text form for clients that only
     read text."""
-    structured = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
-    body = text if text is not None else json.dumps(structured, ensure_ascii=False, indent=1)
-    return CallToolResult(
-        content=[TextContent(type="text", text=body)], structured_content=structured
-    )
+    data = answer.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body = text if text is not None else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=data)

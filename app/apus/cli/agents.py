@@ -8,17 +8,30 @@ from apus.cli.context import current_source, run_guarded
 
 
 @click.command("mcp")
-def mcp() -> None:
+@click.option(
+    "--writable",
+    is_flag=True,
+    help="Offer memory_write: the agent may append entries to today's daily note, MEMORY.md "
+    "and USER.md (as memory.write.enabled = true).",
+)
+def mcp(writable: bool) -> None:
     """Serve this vault's memory to an agent over MCP (stdio).
 
-    Tools: memory_search, memory_get, memory_related, memory_recall, memory_status. The index
+    Tools: memory_search, memory_get, memory_related, memory_recall, memory_status,
+    sessions_search, sessions_history, and memory_write when writing is on. The index
     follows the vault while it runs. Register it with an MCP client as the command
     `apus --vault PATH mcp` (see the README).
     """
 
     def body() -> None:
+        import dataclasses
+
         from apus.agents.server import serve
 
-        serve(current_source())
+        source = current_source()
+        if writable:
+            overrides = {**source.overrides, "memory.write.enabled": True}
+            source = dataclasses.replace(source, overrides=overrides)
+        serve(source)
 
     run_guarded(body)

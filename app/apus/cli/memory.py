@@ -160,7 +160,30 @@ def _safe_echo(text: str, fg: str | None = None) -> None:
     click.secho(terminal_safe(text), fg=fg)
 
 
-_DAY = click.DateTime(formats=["%Y-%m-%d"])
+class _Day(click.ParamType):
+    """A day in the forms agents and people write (`2026-11-20`, `7d`, `last week`): the
+    first day of what it names for --since, the last for --until."""
+
+    name = "date"
+
+    def __init__(self, *, end: bool) -> None:
+        self.end = end
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> dt.date:
+        if isinstance(value, dt.date):
+            return value
+        from apus.search.time_words import ACCEPTED, TimeWordsError, bound, today
+
+        try:
+            return bound(str(value), today=today(), end=self.end)
+        except TimeWordsError:
+            self.fail(f"{value!r} names no date; write one of {ACCEPTED}", param, ctx)
+
+
+_SINCE = _Day(end=False)
+_UNTIL = _Day(end=True)
 
 
 def filter_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -176,12 +199,13 @@ def filter_options(command: Callable[..., None]) -> Callable[..., None]:
             ),
             click.option(
                 "--since",
-                type=_DAY,
-                metavar="YYYY-MM-DD",
+                type=_SINCE,
+                metavar="DATE",
                 help="Only notes dated on or after this day (file name, else frontmatter "
-                "`date`, else last modified).",
+                "`date`, else last modified): YYYY-MM-DD, 7d, 2w, yesterday, last week, "
+                "last month.",
             ),
-            click.option("--until", type=_DAY, metavar="YYYY-MM-DD", help="… on or before."),
+            click.option("--until", type=_UNTIL, metavar="DATE", help="… on or before."),
             click.option(
                 "--tag",
                 "tags",
@@ -196,16 +220,16 @@ def filter_options(command: Callable[..., None]) -> Callable[..., None]:
 
 def _filters(
     paths: tuple[str, ...],
-    since: dt.datetime | None,
-    until: dt.datetime | None,
+    since: dt.date | None,
+    until: dt.date | None,
     tags: tuple[str, ...],
 ) -> NoteFilter:
     from apus.index.note_filter import NoteFilter, normalise_prefix
 
     return NoteFilter(
         path_prefixes=tuple(normalise_prefix(p) for p in paths),
-        since=since.date() if since else None,
-        until=until.date() if until else None,
+        since=since,
+        until=until,
         tags=tags,
     )
 
@@ -232,6 +256,12 @@ def _filters(
 @click.option(
     "--session", metavar="AGENT/SESSION", help="The session asking (transcript visibility)."
 )
+@click.option(
+    "--per-note",
+    type=click.IntRange(1, 200),
+    metavar="N",
+    help="At most N passages of one note (touching ones merged into one).",
+)
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
 def search(
@@ -239,12 +269,13 @@ def search(
     limit: int | None,
     mode: str,
     paths: tuple[str, ...],
-    since: dt.datetime | None,
-    until: dt.datetime | None,
+    since: dt.date | None,
+    until: dt.date | None,
     tags: tuple[str, ...],
     corpus: str,
     agent: str | None,
     session: str | None,
+    per_note: int | None,
     explain: bool,
     as_json: bool,
 ) -> None:
@@ -267,13 +298,17 @@ def search(
             sources=CORPUS_SOURCES[corpus],
             scope=SessionScope(asker=Asker(agent, session)),
         )
-        options = SearchOptions(
-            mode=mode,  # type: ignore[arg-type]
-            limit=limit,
-            filters=filters,
-        )
+        from apus.search.per_note import limit_per_note
+
         with _open() as memory:
+            shown = limit or memory.settings.search.query.max_results
+            # With --per-note, more passages are asked for than shown: a note's extra ones
+            # give way to other notes.
+            fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
+            options = SearchOptions(mode=mode, limit=fetch, filters=filters)  # type: ignore[arg-type]
             response = memory.search(" ".join(query), options)
+        if per_note is not None:
+            response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
         _show(response, explain=explain, as_json=as_json)
 
     run_guarded(body)
@@ -305,8 +340,8 @@ def related(
     path: str,
     limit: int,
     paths: tuple[str, ...],
-    since: dt.datetime | None,
-    until: dt.datetime | None,
+    since: dt.date | None,
+    until: dt.date | None,
     tags: tuple[str, ...],
     explain: bool,
     as_json: bool,
@@ -335,7 +370,9 @@ def related(
 def get(path: str, start: int, lines: int, as_json: bool) -> None:
     """Print lines of the indexed note at PATH (as search results name it).
 
-    Only indexed Markdown notes inside the vault (or `extraPaths`) are read.
+    PATH may be a result's citation: `notes/a.md#L12-L30` prints those lines,
+    `notes/a.md#L12` a page from line 12. Only indexed Markdown notes inside the vault
+    (or `extraPaths`) are read.
     """
 
     def body() -> None:
@@ -388,6 +425,66 @@ def _hit_json(hit: Any, explain: bool) -> dict[str, Any]:
     if explain:
         data["explain"] = asdict(hit.explain)
     return data
+
+
+@memory.command()
+@click.argument("text", nargs=-1, required=True)
+@click.option(
+    "--target",
+    type=click.Choice(["daily", "MEMORY.md", "USER.md"]),
+    default="daily",
+    show_default=True,
+    help="Today's daily note (memory/YYYY-MM-DD.md), MEMORY.md or USER.md.",
+)
+@click.option("--importance", type=click.IntRange(1, 10), help="How much it matters, 1-10.")
+@click.option(
+    "--trigger",
+    "triggers",
+    multiple=True,
+    metavar="PHRASE",
+    help="A phrase that should recall this entry (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def add(
+    text: tuple[str, ...],
+    target: str,
+    importance: int | None,
+    triggers: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Append TEXT as one entry to a memory note, and index it.
+
+    Only appends (nothing in the note is changed), and only to today's daily note,
+    MEMORY.md or USER.md of the vault; off unless memory.write.enabled is true
+    (APUS_MEMORY__WRITE__ENABLED=true).
+    """
+
+    def body() -> None:
+        from apus.memory.writer import Entry
+        from apus.search.time_words import today
+
+        entry = Entry(" ".join(text), target, importance, triggers)  # type: ignore[arg-type]
+        now = dt.datetime.combine(today(), dt.datetime.now().time())
+        with _open() as session:
+            written = session.write(entry, now)
+        place = written.entry
+        if as_json:
+            _json(
+                {
+                    "path": place.path,
+                    "start_line": place.start_line,
+                    "end_line": place.end_line,
+                    "citation": place.citation,
+                    "created": place.created,
+                    "indexed": written.indexed,
+                }
+            )
+            return
+        _safe_echo(f"Written to {place.citation}.")
+        if not written.indexed:
+            _safe_echo("Another process is indexing; it indexes the entry too.", fg="yellow")
+
+    run_guarded(body)
 
 
 @memory.command()

@@ -8,6 +8,7 @@ file opened must be the one that was checked (no swap in between).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,57 @@ class NoteLines:
     next_start: int | None
 
 
+# A citation's line range, as search results write it: `#L12-L30`, or one line `#L12`.
+_ADDRESS = re.compile(r"#L(?P<start>[0-9]+)(?:-L?(?P<end>[0-9]+))?\Z")
+
+
+@dataclass(frozen=True)
+class NoteAddress:
+    """A path and, when it was a citation, the lines it points at."""
+
+    path: str
+    start: int | None = None
+    end: int | None = None  # None: from `start` on, one page
+
+
+def parse_address(raw: str) -> NoteAddress:
+    """`path#Lx-Ly` / `path#Lx` (a search result's `citation`) or a plain path.
+
+    A `#` that is not followed by a line range stays part of the path (note names may
+    hold one).
+    """
+    match = _ADDRESS.search(raw)
+    if match is None:
+        return NoteAddress(raw)
+    start, end = int(match["start"]), match["end"]
+    if start < 1 or (end is not None and int(end) < start):
+        raise NoteRefusedError(
+            f"{raw} has no such line range: lines count from 1 and a range runs forward.",
+            fix="pass the citation as a search result gives it (path#L<start>-L<end>)",
+        )
+    return NoteAddress(raw[: match.start()], start, None if end is None else int(end))
+
+
+def read_address(
+    settings: Settings, store: Store | None, raw: str, start: int, count: int
+) -> NoteLines:
+    """The lines `raw` names: a citation's range (long ranges come in pages of `count`),
+    from its line on for `path#Lx`, else `count` lines from `start`."""
+    address = parse_address(raw)
+    if address.start is None:
+        return read_note_lines(settings, store, raw, start, count)
+    if address.end is not None:
+        count = address.end - address.start + 1
+    window = read_note_lines(settings, store, address.path, address.start, count)
+    if window.lines == 0 and window.total_lines:
+        raise NoteRefusedError(
+            f"{raw} points past the end of the note ({window.total_lines} lines now); "
+            "it has changed since the citation was made.",
+            fix=f"search again, or read it from the top: memory_get path={window.path!r}",
+        )
+    return window
+
+
 def normalise_note_path(raw: str) -> str:
     """How a path is written in the store: forward slashes, no leading `./`."""
     text = raw.strip().replace("\\", "/")
@@ -54,7 +106,7 @@ def read_note_lines(
     text = _read_checked(settings, rel_path, real)
     lines = text.splitlines()
     first = max(1, start)
-    count = max(1, min(count, MAX_LINES))
+    count = max(1, min(count, MAX_LINES))  # a longer range comes in pages
     window = lines[first - 1 : first - 1 + count]
     following = first - 1 + len(window)
     truncated = following < len(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -31,7 +32,8 @@ from apus.memory.embeddings import embeddings_state
 from apus.memory.note_reader import (
     DEFAULT_LINES,
     NoteLines,
-    read_note_lines,
+    parse_address,
+    read_address,
     resolve_indexed_note,
 )
 from apus.memory.sync_queue import Backoff, SyncEvent, SyncQueue, SyncRequest
@@ -43,6 +45,7 @@ from apus.memory.transcript_reader import (
     search_transcripts,
     transcript_history,
 )
+from apus.memory.writer import Entry, WrittenEntry, append_entry
 from apus.search.engine import Searcher, SearchOptions, SearchResponse
 from apus.search.recall import RecallEntry, recall
 from apus.search.vector_leg import ProviderVectorLeg
@@ -51,6 +54,16 @@ from apus.vault.scan import NOTE_SUFFIXES
 from apus.watch import watch_notes
 
 log = logging.getLogger(__name__)
+
+
+# How long a write waits for its entry to be indexed before answering without it.
+INDEX_WAIT_S = 120.0
+
+
+@dataclass(frozen=True)
+class WrittenMemory:
+    entry: WrittenEntry
+    indexed: bool  # searchable when the call returned
 
 
 @dataclass(frozen=True)
@@ -182,9 +195,28 @@ class Memory:
         return self.searcher().related(rel_path, limit, scoped)
 
     def get(self, path: str, start: int = 1, lines: int = DEFAULT_LINES) -> NoteLines:
-        """Lines of an indexed note; anything else is refused with the reason."""
+        """Lines of an indexed note; anything else is refused with the reason. `path` may be
+        a search result's citation (`path#Lx-Ly`, `path#Lx`): its lines are the window."""
         with self._read_store() as store:
-            return read_note_lines(self.settings, store, path, start, lines)
+            return read_address(self.settings, store, path, start, lines)
+
+    def write(self, entry: Entry, now: dt.datetime) -> WrittenMemory:
+        """Append an agent's entry to a memory note (when writing is on), then index it, so
+        the next search finds it. `now` names the daily note and stamps the entry."""
+        written = append_entry(self.settings, self.index_dir, entry, now)
+        return WrittenMemory(written, self._index_now())
+
+    def _index_now(self) -> bool:
+        """Bring the index up to date before answering; False when another process holds
+        the writer (it indexes the entry with everything else)."""
+        if self._syncs is not None:
+            self._syncs.request()
+            return self._syncs.wait_idle(timeout=INDEX_WAIT_S)
+        try:
+            self.sync()
+        except IndexBusyError:
+            return False
+        return True
 
     def recall(self, message: str) -> list[RecallEntry]:
         """Trigger recall over MEMORY.md / USER.md; vectors help when they can."""
@@ -349,7 +381,7 @@ class Memory:
 
     def _indexed_path(self, path: str) -> str:
         with self._read_store() as store:
-            return resolve_indexed_note(self.settings, store, path)[0]
+            return resolve_indexed_note(self.settings, store, parse_address(path).path)[0]
 
     def _vector_leg(self) -> ProviderVectorLeg | None:
         with self._lock:

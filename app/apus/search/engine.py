@@ -43,6 +43,7 @@ from apus.search.ranking import (
 )
 from apus.search.snippet import make_snippet
 from apus.search.vector_leg import NOT_INDEXED, NOT_INDEXED_FIX, VectorLeg
+from apus.vault.annotations import annotations_in, without_annotations
 from apus.vault.markdown import heading
 from apus.vault.text import fold, query_terms, snippet_tokens
 
@@ -319,6 +320,12 @@ class Searcher:
 
     # -- the keyword leg ----------------------------------------------------------------
 
+    def keyword_ready(self) -> tuple[bool, str]:
+        """Whether keyword search can answer over everything the store holds, and if not,
+        why (missing, damaged, or behind the store while a sync writes)."""
+        health = self._keyword_health()
+        return health.ready and not health.repair, health.reason
+
     def keyword_needs_repair(self) -> bool:
         """Whether the keyword index is missing, damaged or behind the store."""
         return self._keyword_health().repair
@@ -496,7 +503,10 @@ class Searcher:
             recency = recency_factor(note_date, today, decay.half_life_days, use_recency)
             factors = RankFactors(
                 recency=recency,
-                importance=importance_factor(chunk.importance),
+                # An entry's own annotation speaks for its passage before the note's.
+                importance=importance_factor(
+                    annotations_in(chunk.text).importance or chunk.importance
+                ),
                 tier=tier_of(chunk.path),
                 recency_weight=recency_weight(recency, decay.floor),
             )
@@ -587,7 +597,7 @@ class Searcher:
 def _hit(
     c: _Candidate, query_tokens: frozenset[str], vector_hits: dict[int, float] | None
 ) -> SearchHit:
-    snippet = make_snippet(c.chunk.text, query_tokens)
+    snippet = make_snippet(without_annotations(c.chunk.text), query_tokens)
     score = c.score
     legs = []
     if score is not None and score.text_raw is not None:

@@ -13,9 +13,10 @@ import numpy as np
 
 from apus.embed.base import Embedder
 from apus.index.store import ChunkRecord, FileRecord, Store
-from apus.index.triggers import trigger_text, trusted_files
+from apus.index.triggers import trigger_text, triggers_of, trusted_files
 from apus.index.vectors import cache_key
 from apus.search.snippet import make_snippet
+from apus.vault.annotations import without_annotations
 from apus.vault.text import tokenize
 
 MAX_ENTRIES = 3
@@ -61,7 +62,7 @@ def recall(
         identity = embedder.identity
     entries: list[RecallEntry] = []
     for record in trusted_files(store):
-        for trigger in record.triggers:
+        for trigger, passage in triggers_of(store, record):
             terms = {token.term for token in tokenize(trigger)}
             coverage = len(terms & message_terms) / len(terms) if terms else 0.0
             cosine: float | None = None
@@ -76,7 +77,9 @@ def recall(
                 score = vector_weight * max(cosine, 0.0) + (1 - vector_weight) * coverage
                 strong = score >= STRONG_HYBRID or coverage >= 0.999
             if strong and (
-                entry := _entry(store, record, trigger, score, coverage, cosine, message_terms)
+                entry := _entry(
+                    store, record, trigger, score, coverage, cosine, message_terms, passage
+                )
             ):
                 entries.append(entry)
     entries.sort(key=lambda e: e.score, reverse=True)
@@ -95,6 +98,7 @@ def _entry(
     coverage: float,
     cosine: float | None,
     message_terms: set[str],
+    passage: ChunkRecord | None = None,
 ) -> RecallEntry | None:
     """The file's chunk sharing most words with the trigger (then the message), compacted.
 
@@ -109,10 +113,11 @@ def _entry(
         terms = {t.term for t in tokenize(chunk.text)}
         return len(trigger_terms & terms), len(wanted & terms)
 
-    chunk = max(store.iter_chunks([record.id]), key=overlap, default=None)
+    # An entry's own trigger points at its entry; a note's, at its best-matching passage.
+    chunk = passage or max(store.iter_chunks([record.id]), key=overlap, default=None)
     if chunk is None:
         return None
-    snippet = make_snippet(chunk.text, wanted, width=200)
+    snippet = make_snippet(without_annotations(chunk.text), wanted, width=200)
     return RecallEntry(
         path=record.path,
         trigger=trigger,

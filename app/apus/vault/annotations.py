@@ -1,0 +1,64 @@
+"""Per-entry annotations: `<!-- importance: 8 -->` and `<!-- triggers: a; b -->` written on
+an entry of a note, in a form people read and edit like the rest of the note.
+
+Frontmatter speaks for a whole note; these speak for the passage they stand in (the chunk
+that holds them), so one entry of a daily note can matter more than its neighbours.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_ANNOTATION = re.compile(r"<!--\s*(importance|triggers)\s*:\s*(.*?)\s*-->", re.IGNORECASE)
+TRIGGER_SEPARATOR = ";"
+IMPORTANCE_RANGE = (1, 10)
+
+
+@dataclass(frozen=True)
+class EntryAnnotations:
+    importance: float | None  # the highest valid one in the passage, else None
+    triggers: tuple[str, ...]
+
+
+def annotations_in(text: str) -> EntryAnnotations:
+    """The annotations of a passage; a malformed value is ignored, not guessed at."""
+    if "<!--" not in text:  # most passages: no regex work
+        return EntryAnnotations(None, ())
+    importance: float | None = None
+    triggers: list[str] = []
+    for match in _ANNOTATION.finditer(text):
+        kind, value = match.group(1).lower(), match.group(2)
+        if kind == "importance":
+            number = _importance(value)
+            if number is not None and (importance is None or number > importance):
+                importance = number
+        else:
+            triggers += [t.strip() for t in value.split(TRIGGER_SEPARATOR) if t.strip()]
+    return EntryAnnotations(importance, tuple(dict.fromkeys(triggers)))
+
+
+def without_annotations(text: str) -> str:
+    """The passage as a reader wants it in a snippet: annotations carry no content."""
+    return _ANNOTATION.sub("", text) if "<!--" in text else text
+
+
+def _importance(value: str) -> float | None:
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    low, high = IMPORTANCE_RANGE
+    return number if math.isfinite(number) and low <= number <= high else None
+
+
+def annotation_lines(importance: int | None, triggers: Sequence[str]) -> list[str]:
+    """The lines that carry an entry's annotations (none when it has none)."""
+    lines = []
+    if importance is not None:
+        lines.append(f"<!-- importance: {importance} -->")
+    if triggers:
+        lines.append(f"<!-- triggers: {f'{TRIGGER_SEPARATOR} '.join(triggers)} -->")
+    return lines

@@ -140,61 +140,89 @@ def evaluate(
     if beir_dir is None or qrels is None:
         raise click.UsageError("--beir needs --qrels FILE (the relevance judgments).")
     collection_dir, judgments = beir_dir, qrels
-
-    def body() -> None:
-        from apus.benchmarks.beir import (
-            DEFAULTS,
-            Collection,
-            eval_settings,
-            evaluate,
-            load_collection,
-            parse_variant,
-            select_queries,
-            textbook_reference,
-            workspace,
-            write_vault,
+    run_guarded(
+        lambda: _run_beir(
+            collection_dir,
+            judgments,
+            modes=modes,
+            limit_docs=limit_docs,
+            model=model,
+            prefix_scheme=prefix_scheme,
+            mmr=mmr,
+            limit_queries=limit_queries,
+            settings_sets=settings_sets,
+            split=split,
+            as_json=as_json,
         )
-        from apus.cli.progress import SyncProgressBar
-        from apus.memory import Memory
+    )
 
-        variants = [DEFAULTS, *(parse_variant(text) for text in settings_sets)]
-        collection = load_collection(collection_dir, judgments, limit_docs)
-        kept = select_queries(collection.queries, split)  # type: ignore[arg-type]
-        if limit_queries:
-            kept = dict(list(kept.items())[:limit_queries])
-        collection = Collection(collection.corpus, kept, collection.qrels)
-        root = workspace(collection_dir, limit_docs)
-        mapping = write_vault(collection, root / "vault")
-        scheme_key = prefix_scheme or "auto"
-        model_key = Path(model).stem if model else "keyword"
-        index_dir = root / "index" / f"{model_key}-{scheme_key}"
 
-        def settings_for(overrides: Mapping[str, object]) -> Settings:
-            return eval_settings(root / "vault", index_dir, model or "", prefix_scheme, overrides)
+def _run_beir(
+    collection_dir: Path,
+    judgments: Path,
+    *,
+    modes: tuple[str, ...],
+    limit_docs: int | None,
+    model: str | None,
+    prefix_scheme: str,
+    mmr: bool | None,
+    limit_queries: int | None,
+    settings_sets: tuple[str, ...],
+    split: str,
+    as_json: bool,
+) -> None:
+    """Index a BEIR collection as notes, score every mode under every setting, print."""
+    from apus.benchmarks.beir import (
+        DEFAULTS,
+        Collection,
+        eval_settings,
+        evaluate,
+        load_collection,
+        parse_variant,
+        select_queries,
+        textbook_reference,
+        workspace,
+        write_vault,
+    )
+    from apus.cli.progress import SyncProgressBar
+    from apus.memory import Memory
 
-        for variant in variants:
-            settings_for(variant.overrides)  # a bad --set fails now, not after indexing
-        click.echo(
-            f"{len(collection.corpus)} documents, {len(collection.queries)} judged queries "
-            f"({split}); index {index_dir}",
-            err=True,
-        )
-        with (
-            Memory(settings=settings_for({})) as memory,
-            SyncProgressBar(enabled=not as_json) as bar,
-        ):
-            report = memory.sync(progress=bar.update)
-        if report.embedding.reason:
-            click.secho(f"Embeddings: {report.embedding.message()}", fg="yellow", err=True)
-        chosen = modes or (("keyword", "vector", "hybrid") if model else ("keyword",))
-        results = evaluate(settings_for, collection, mapping, chosen, variants=variants, mmr=mmr)
-        reference = textbook_reference(collection)
-        if as_json:
-            _print_json(collection_dir, split, len(collection.corpus), results, reference)
-        else:
-            _print_table(results, reference)
+    variants = [DEFAULTS, *(parse_variant(text) for text in settings_sets)]
+    collection = load_collection(collection_dir, judgments, limit_docs)
+    kept = select_queries(collection.queries, split)  # type: ignore[arg-type]
+    if limit_queries:
+        kept = dict(list(kept.items())[:limit_queries])
+    collection = Collection(collection.corpus, kept, collection.qrels)
+    root = workspace(collection_dir, limit_docs)
+    mapping = write_vault(collection, root / "vault")
+    scheme_key = prefix_scheme or "auto"
+    model_key = Path(model).stem if model else "keyword"
+    index_dir = root / "index" / f"{model_key}-{scheme_key}"
 
-    run_guarded(body)
+    def settings_for(overrides: Mapping[str, object]) -> Settings:
+        return eval_settings(root / "vault", index_dir, model or "", prefix_scheme, overrides)
+
+    for variant in variants:
+        settings_for(variant.overrides)  # a bad --set fails now, not after indexing
+    click.echo(
+        f"{len(collection.corpus)} documents, {len(collection.queries)} judged queries "
+        f"({split}); index {index_dir}",
+        err=True,
+    )
+    with (
+        Memory(settings=settings_for({})) as memory,
+        SyncProgressBar(enabled=not as_json) as bar,
+    ):
+        report = memory.sync(progress=bar.update)
+    if report.embedding.reason:
+        click.secho(f"Embeddings: {report.embedding.message()}", fg="yellow", err=True)
+    chosen = modes or (("keyword", "vector", "hybrid") if model else ("keyword",))
+    results = evaluate(settings_for, collection, mapping, chosen, variants=variants, mmr=mmr)
+    reference = textbook_reference(collection)
+    if as_json:
+        _print_json(collection_dir, split, len(collection.corpus), results, reference)
+    else:
+        _print_table(results, reference)
 
 
 def _print_table(results: list[VariantResult], reference: ModeMetrics) -> None:

@@ -17,15 +17,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_VAULT = REPO_ROOT / "assets" / "sample-vault"
 
 
-TINY_MODEL_WEIGHT_VARIABLE = "APUS_MEMORY__SEARCH__QUERY__HYBRID__VECTORWEIGHT"
-
-
-@pytest.fixture
-def family_weights(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The product's own merge weights (by model family) instead of the tests' fixed 0.5."""
-    monkeypatch.delenv(TINY_MODEL_WEIGHT_VARIABLE)
-
-
 @pytest.fixture(scope="session")
 def refusing_hub() -> Iterator[str]:
     """A model hub address that refuses every connection, for the whole run."""
@@ -56,10 +47,6 @@ def isolated_dirs(
     monkeypatch.setenv("HF_ENDPOINT", refusing_hub)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    # The tiny test model borrows EmbeddingGemma's name (for its prefixes), not its quality:
-    # its vectors are noise, so tests weigh the legs as for any model of no known family;
-    # the tests of the family's own weights unset this.
-    monkeypatch.setenv(TINY_MODEL_WEIGHT_VARIABLE, "0.5")
     return home
 
 

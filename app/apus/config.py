@@ -130,15 +130,15 @@ class TemporalDecaySettings(_Section):
 
 class HybridSettings(_Section):
     enabled: bool = True
-    # Unset: by the embedding model's family (apus.search.hybrid.FAMILY_VECTOR_WEIGHTS);
-    # one set alone: the other is what is left of 1.
+    # Unset: equal, or leaning on exact words for an identifier lookup
+    # (apus.search.hybrid.leg_weights); one set alone: the other is what is left of 1.
     vector_weight: float | None = None
     text_weight: float | None = None
     # How the legs' scores meet (apus.search.hybrid): "weighted" scores, "zscore" spreads, or
-    # "rrf" ranks. Full SciFact train, hybrid nDCG@10 odd/even at the family weights — MiniLM:
-    # weighted 0.767/0.712, zscore 0.764/0.725, rrf 0.735/0.694; EmbeddingGemma Q4_0:
-    # weighted 0.914/0.890, zscore 0.914/0.889, rrf 0.910/0.885. Weighted wins the odd half
-    # (the tuning half) with both models, so it stays the default.
+    # "rrf" ranks. At equal weights, LoCoMo dev conversations (evidence Recall@5, MiniLM):
+    # weighted 0.824, zscore 0.825, rrf 0.736; SciFact train (nDCG@10 odd/even, MiniLM):
+    # weighted 0.767/0.712, zscore 0.764/0.725, rrf 0.735/0.694. Weighted ties or wins the
+    # tuning halves, so it stays the default.
     merge: Literal["weighted", "zscore", "rrf"] = "weighted"
     rrf_k: int = Field(60, ge=1, le=10_000)
     mmr: MmrSettings = MmrSettings()

@@ -441,24 +441,25 @@ def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> 
 
 
 @pytest.mark.parametrize(
-    ("environment", "weights"),
+    ("query", "environment", "weights"),
     [
-        ({}, (0.99, 0.01)),  # the tiny model's name makes it EmbeddingGemma: its weights
-        ({"QUERY__HYBRID__VECTORWEIGHT": "0.7"}, (0.7, 0.3)),  # one set: the rest for the other
-        ({"QUERY__HYBRID__TEXTWEIGHT": "0.4"}, (0.6, 0.4)),
+        ("router closet", {}, (0.5, 0.5)),  # the shipped default, whatever the model
+        ("shelf 7", {}, (0.3, 0.7)),  # two words, one an identifier: a lookup by name
+        ("router closet", {"QUERY__HYBRID__VECTORWEIGHT": "0.7"}, (0.7, 0.3)),  # the rest
+        ("shelf 7", {"QUERY__HYBRID__TEXTWEIGHT": "0.4"}, (0.6, 0.4)),  # set wins over lookup
     ],
 )
-def test_the_weights_follow_the_model_family_unless_set(
+def test_the_weights_are_equal_unless_set_or_a_lookup(
     hybrid: Settings,
-    family_weights: None,
     monkeypatch: pytest.MonkeyPatch,
+    query: str,
     environment: dict[str, str],
     weights: tuple[float, float],
 ) -> None:
     for key, value in environment.items():
         monkeypatch.setenv(f"APUS_MEMORY__SEARCH__{key}", value)
     settings = load_settings()
-    response = _hybrid_search(settings, "router closet", min_score=0.0, limit=50, mmr=False)
+    response = _hybrid_search(settings, query, min_score=0.0, limit=50, mmr=False)
     assert response.legs["vector"].ran
     both = [hit for hit in response.hits if hit.explain.text_raw is not None]
     assert both

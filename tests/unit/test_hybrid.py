@@ -40,24 +40,21 @@ def test_normalise_weights(
 
 
 @pytest.mark.parametrize(
-    ("vector_weight", "text_weight", "family", "expected"),
+    ("vector_weight", "text_weight", "expected"),
     [
-        (None, None, "embeddinggemma", (0.99, 0.01)),  # measured per family
-        (None, None, "none", (0.5, 0.5)),
-        (None, None, "", (0.5, 0.5)),  # unknown family
-        (0.7, None, "embeddinggemma", (0.7, 0.3)),  # one weight set: the other is the rest
-        (None, 0.2, "none", (0.8, 0.2)),
-        (0.6, 0.6, "embeddinggemma", (0.5, 0.5)),  # both set: rescaled as always
-        (1.5, None, "", (1.0, 0.0)),
+        (None, None, (0.5, 0.5)),  # unset: equal, whatever the model
+        (0.7, None, (0.7, 0.3)),  # one weight set: the other is the rest
+        (None, 0.2, (0.8, 0.2)),
+        (0.6, 0.6, (0.5, 0.5)),  # both set: rescaled as always
+        (1.5, None, (1.0, 0.0)),
     ],
 )
-def test_leg_weights_come_from_the_settings_else_the_model_family(
+def test_leg_weights_come_from_the_settings_else_equal(
     vector_weight: float | None,
     text_weight: float | None,
-    family: str,
     expected: tuple[float, float],
 ) -> None:
-    assert leg_weights(vector_weight, text_weight, family) == pytest.approx(expected)
+    assert leg_weights(vector_weight, text_weight) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
@@ -80,9 +77,9 @@ def test_identifier_lookups(query: str, lookup: bool) -> None:
 
 
 def test_an_identifier_lookup_leans_on_exact_words_unless_weights_are_set() -> None:
-    assert leg_weights(None, None, "embeddinggemma", "JIRA-4821") == pytest.approx((0.3, 0.7))
-    assert leg_weights(None, None, "embeddinggemma", "jira ticket") == pytest.approx((0.99, 0.01))
-    assert leg_weights(0.8, None, "embeddinggemma", "JIRA-4821") == pytest.approx((0.8, 0.2))
+    assert leg_weights(None, None, "JIRA-4821") == pytest.approx((0.3, 0.7))
+    assert leg_weights(None, None, "jira ticket") == pytest.approx((0.5, 0.5))
+    assert leg_weights(0.8, None, "JIRA-4821") == pytest.approx((0.8, 0.2))
 
 
 def test_vector_scores_are_rescaled_over_the_candidates() -> None:

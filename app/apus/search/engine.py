@@ -155,7 +155,6 @@ class _VectorStart:
     future: Future[tuple[dict[int, float] | None, LegReport]] | None
     report: LegReport
     failure: ProviderUnavailableError | None = None
-    family: str = ""  # the embedding model's family, when the leg runs
 
 
 @dataclass(frozen=True)
@@ -174,7 +173,6 @@ class _Legs:
     vector: dict[int, float] | None
     reports: dict[str, LegReport]
     admitted: Admitted | None = None  # None: no filter
-    family: str = ""  # the embedding model's family, which weighs the legs
 
 
 class Searcher:
@@ -254,7 +252,7 @@ class Searcher:
                 yield self._response(query, terms, legs, options, started)
             return
         vector_hits, reports["vector"] = start.future.result()
-        legs = _Legs(text_hits, vector_hits, reports, admitted, start.family)
+        legs = _Legs(text_hits, vector_hits, reports, admitted)
         yield self._response(query, terms, legs, options, started)
 
     def admitted(self, filters: NoteFilter) -> Admitted | None:
@@ -405,7 +403,7 @@ class Searcher:
         if available.usable:
             allowed = None if admitted is None else admitted.chunks
             future = self._pool.submit(self._vector_leg, query, k, allowed)
-            return _VectorStart(future, LegReport(False, "pending"), family=available.family)
+            return _VectorStart(future, LegReport(False, "pending"))
         failure = None
         if available.provider_failed and self.strict:
             failure = self._unavailable(available.reason, available.fix)
@@ -473,7 +471,7 @@ class Searcher:
         """Every chunk either leg found, plus the notes the query names, with their factors."""
         hybrid = self.settings.search.query.hybrid
         vector_weight, text_weight = leg_weights(
-            hybrid.vector_weight, hybrid.text_weight, legs.family, query
+            hybrid.vector_weight, hybrid.text_weight, query
         )
         merged = merge_legs(
             legs.vector,

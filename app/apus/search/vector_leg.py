@@ -32,9 +32,6 @@ class VectorAvailability:
     reason: str = ""
     fix: str = ""
     provider_failed: bool = False
-    # The embedding model's family (its prefix scheme, e.g. "embeddinggemma"; "" unknown):
-    # the merge weighs the legs by it when the settings name no weights.
-    family: str = ""
 
 
 class VectorLeg(Protocol):
@@ -111,8 +108,7 @@ class ProviderVectorLeg:
         if decision is None:
             return VectorAvailability(False, NOT_INDEXED, NOT_INDEXED_FIX)
         if decision.action == "serve":
-            identity = self.identity()
-            return VectorAvailability(True, family=identity.family if identity else "")
+            return VectorAvailability(True)
         if decision.action == "pause":
             return VectorAvailability(False, decision.reason, decision.fix)
         # fresh (first build) or reembed (prefixes changed): vectors are on their way.

@@ -125,7 +125,7 @@ class TemporalDecaySettings(_Section):
     half_life_days: float = Field(30.0, gt=0)
     # The share of a result's score that recency never takes away (apus.search.ranking.
     # recency_weight): 0 multiplies by the decay itself, 1 turns recency off.
-    floor: float = Field(0.8, ge=0.0, le=1.0)
+    floor: float = Field(0.9, ge=0.0, le=1.0)
 
 
 class HybridSettings(_Section):

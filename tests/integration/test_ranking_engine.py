@@ -91,10 +91,10 @@ def test_recency_halves_every_30_days_and_memory_is_evergreen(tmp_path: Path) ->
     assert found[month].explain.recency == pytest.approx(0.5)
     assert found[old].explain.recency == pytest.approx(0.25)
     assert found["MEMORY.md"].score == found[today].score == 1.0
-    # The shipped floor (0.8): a score keeps 0.8 + 0.2·decay of its relevance.
-    assert found[month].explain.recency_weight == pytest.approx(0.9)
-    assert found[month].score / found[today].score == pytest.approx(0.9, abs=1e-5)
-    assert found[old].score / found[today].score == pytest.approx(0.85, abs=1e-5)
+    # The shipped floor (0.9): a score keeps 0.9 + 0.1·decay of its relevance.
+    assert found[month].explain.recency_weight == pytest.approx(0.95)
+    assert found[month].score / found[today].score == pytest.approx(0.95, abs=1e-5)
+    assert found[old].score / found[today].score == pytest.approx(0.925, abs=1e-5)
 
     flat = _search(settings, "greenhouse heater", recency=False).hits
     assert len(flat) == 4
@@ -109,7 +109,7 @@ def test_recency_follows_the_configured_half_life_and_switch(tmp_path: Path) -> 
     slow = _indexed(vault, memory__search__query__hybrid__temporalDecay__halfLifeDays=60)
     found = _by_path(_search(slow, "greenhouse heater").hits)
     assert found[f"daily/{_days_ago(60)}.md"].explain.recency == pytest.approx(0.5)
-    assert found[f"daily/{_days_ago(60)}.md"].score == pytest.approx(0.9, abs=1e-5)
+    assert found[f"daily/{_days_ago(60)}.md"].score == pytest.approx(0.95, abs=1e-5)
 
     # Floor 0 is the plain multiplication by the decay (the seed's literal rule).
     plain = make_settings(vault, memory__search__query__hybrid__temporalDecay__floor=0)
@@ -135,7 +135,7 @@ def test_an_old_note_that_answers_ranks_above_recent_notes_that_match_weakly(
     hits = _search(settings, "what did we decide about the office VPN", mmr=False).hits
     assert hits[0].path == answer
     assert hits[0].explain.recency == pytest.approx(0.5 ** (730 / 30))
-    assert hits[0].explain.recency_weight == pytest.approx(0.8, abs=1e-6)
+    assert hits[0].explain.recency_weight == pytest.approx(0.9, abs=1e-6)
     assert all(hit.score > 0 for hit in hits)
     # Among the weak matches (one word each, equally relevant) the newest comes first.
     weak = [hit.path for hit in hits[1:]]
@@ -275,7 +275,7 @@ def test_min_score_keeps_keyword_matches_when_nothing_passes(tmp_path: Path) -> 
 
     everything = _search(settings, "kiln", mode="keyword", min_score=0.0, mmr=False).hits
     assert len(everything) == 3
-    assert max(hit.score for hit in everything) == pytest.approx(0.9, abs=1e-5)
+    assert max(hit.score for hit in everything) == pytest.approx(0.95, abs=1e-5)
     strict = _search(settings, "kiln", mode="keyword", min_score=1.0, mmr=False).hits
     assert [(hit.path, hit.score) for hit in strict] == [
         (hit.path, hit.score) for hit in everything
@@ -353,13 +353,13 @@ def test_explain_through_the_cli(tmp_path: Path) -> None:
         )
     assert results[0]["explain"]["importance"] == pytest.approx(1.25)
     assert results[1]["explain"]["recency"] == pytest.approx(0.5)
-    assert results[1]["explain"]["recency_weight"] == pytest.approx(0.9)
+    assert results[1]["explain"]["recency_weight"] == pytest.approx(0.95)
     plain = json.loads(_cli(vault, "search", "--json", "greenhouse"))
     assert all("explain" not in hit for hit in plain["results"])
 
     shown = _cli(vault, "search", "--explain", "greenhouse", COLUMNS="200")
     assert "vector search did not run" in shown
-    for factor in ("merged", "× recency 0.900 (decay 0.500)", "× importance 1.25", "mmr #2"):
+    for factor in ("merged", "× recency 0.950 (decay 0.500)", "× importance 1.25", "mmr #2"):
         assert factor in shown, factor
 
 

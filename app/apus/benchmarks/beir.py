@@ -196,6 +196,11 @@ def eval_settings(
     return load_settings(overrides=overrides)
 
 
+def index_name(model_path: str, prefix_scheme: str) -> str:
+    """The index folder of one model and prefix scheme inside an evaluation workspace."""
+    return f"{Path(model_path).stem if model_path else 'keyword'}-{prefix_scheme or 'auto'}"
+
+
 def workspace(beir_dir: Path, limit_docs: int | None) -> Path:
     """A stable folder per collection, so a second run reuses the vault and cached vectors."""
     key = hashlib.sha256(f"{beir_dir.resolve()}:{limit_docs}".encode()).hexdigest()[:12]

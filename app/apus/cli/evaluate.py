@@ -177,6 +177,7 @@ def _run_beir(
         Collection,
         eval_settings,
         evaluate,
+        index_name,
         load_collection,
         parse_variant,
         select_queries,
@@ -195,9 +196,7 @@ def _run_beir(
     collection = Collection(collection.corpus, kept, collection.qrels)
     root = workspace(collection_dir, limit_docs)
     mapping = write_vault(collection, root / "vault")
-    scheme_key = prefix_scheme or "auto"
-    model_key = Path(model).stem if model else "keyword"
-    index_dir = root / "index" / f"{model_key}-{scheme_key}"
+    index_dir = root / "index" / index_name(model or "", prefix_scheme)
 
     def settings_for(overrides: Mapping[str, object]) -> Settings:
         return eval_settings(root / "vault", index_dir, model or "", prefix_scheme, overrides)

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from apus import paths
-from apus.benchmarks.beir import DEFAULTS, parse_variant
+from apus.benchmarks.beir import DEFAULTS, eval_settings, index_name, parse_variant
 from apus.benchmarks.locomo import (
     AGE_THIRDS,
     CATEGORIES,
@@ -26,7 +26,7 @@ from apus.benchmarks.locomo import (
     write_notes,
     write_transcripts,
 )
-from apus.config import Settings, load_settings
+from apus.config import Settings
 from apus.errors import ConfigError
 from apus.index.note_filter import NoteFilter
 
@@ -107,23 +107,10 @@ def _prepare(
         filters = NoteFilter(sources=("memory", "sessions"))
     else:
         lines = write_notes(conversation, vault)
-    index_dir = (
-        root / "index" / f"{Path(model).stem if model else 'keyword'}-{prefix_scheme or 'auto'}"
-    )
+    index_dir = root / "index" / index_name(model, prefix_scheme)
 
     def settings_for(overrides: Mapping[str, object]) -> Settings:
-        values: dict[str, object] = {
-            "vault": str(vault),
-            "memory.search.provider": "local" if model else "none",
-            "memory.search.store.path": str(index_dir),
-            **extra,
-            **overrides,
-        }
-        if model:
-            values["memory.search.local.modelPath"] = model
-        if prefix_scheme:
-            values["memory.search.local.prefixScheme"] = prefix_scheme
-        return load_settings(overrides=values)
+        return eval_settings(vault, index_dir, model, prefix_scheme, {**extra, **overrides})
 
     return ConversationRun(conversation, settings_for, lines, filters)
 

@@ -470,9 +470,7 @@ class Searcher:
     def _candidates(self, query: str, legs: _Legs, options: SearchOptions) -> list[_Candidate]:
         """Every chunk either leg found, plus the notes the query names, with their factors."""
         hybrid = self.settings.search.query.hybrid
-        vector_weight, text_weight = leg_weights(
-            hybrid.vector_weight, hybrid.text_weight, query
-        )
+        vector_weight, text_weight = leg_weights(hybrid.vector_weight, hybrid.text_weight, query)
         merged = merge_legs(
             legs.vector,
             legs.text,

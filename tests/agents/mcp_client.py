@@ -13,17 +13,19 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 
-def server_env(**extra: str) -> dict[str, str]:
-    """The test's isolated environment, embeddings off, no watcher unless asked for."""
+def server_env(*, watch: bool = False, **extra: str) -> dict[str, str]:
+    """The test's isolated environment, embeddings off; the watcher off unless `watch`
+    (then with a short debounce, so an edit reaches the index soon)."""
     env = {
         name: value
         for name, value in os.environ.items()
         if not name.startswith("APUS_") or name == "APUS_CONFIG"
     }
-    env.update(
-        APUS_MEMORY__SEARCH__PROVIDER="none",
-        APUS_MEMORY__SEARCH__SYNC__WATCH="false",
-    )
+    env["APUS_MEMORY__SEARCH__PROVIDER"] = "none"
+    if watch:
+        env["APUS_MEMORY__SEARCH__SYNC__WATCH_DEBOUNCE_MS"] = "200"
+    else:
+        env["APUS_MEMORY__SEARCH__SYNC__WATCH"] = "false"
     env.update(extra)
     return env
 

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from agents.mcp_client import agent as client_agent
+from agents.mcp_client import call, refused
+from agents.mcp_client import server_env as client_env
 from integration.helpers import run_apus, write_note
 from support.holds import Hold
 from support.ports import refusing_port
@@ -41,37 +39,15 @@ FRESHNESS_S = 120.0
 
 
 def server_env(**extra: str) -> dict[str, str]:
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith("APUS_") or name == "APUS_CONFIG"
-    }
-    env.update(
-        APUS_MEMORY__SEARCH__PROVIDER="none",
-        APUS_MEMORY__SEARCH__SYNC__WATCH_DEBOUNCE_MS="200",
-    )
-    env.update(extra)
-    return env
+    """These tests watch the vault: edits while the server runs are part of what they test."""
+    return client_env(watch=True, **extra)
 
 
-@asynccontextmanager
-async def agent(vault: Path, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
-    """`apus --vault VAULT mcp` as a subprocess, with an initialised client session."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "apus", "--vault", str(vault), "mcp"],
-        env=env or server_env(),
-    )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
-
-
-async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await session.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+def agent(
+    vault: Path, env: dict[str, str] | None = None
+) -> AbstractAsyncContextManager[ClientSession]:
+    """`apus --vault VAULT mcp`, watching, with an initialised client session."""
+    return client_agent(vault, env or server_env())
 
 
 async def watch_live(session: ClientSession) -> None:
@@ -80,12 +56,6 @@ async def watch_live(session: ClientSession) -> None:
     while not (await call(session, "memory_status"))["watching"]:
         assert time.monotonic() < deadline, "the server never said its watch was installed"
         await asyncio.sleep(0.05)
-
-
-async def refused(session: ClientSession, tool: str, **arguments: Any) -> str:
-    result = await session.call_tool(tool, arguments)
-    assert result.is_error
-    return result.content[0].text  # type: ignore[union-attr]
 
 
 @pytest.fixture

@@ -78,40 +78,41 @@ def _tools(memory: Memory) -> list[Tool]:
     query = memory.settings.search.query
     registered = []
     for name, title in TOOL_TITLES.items():
-        tool = CheckedTool.from_function(
-            getattr(tools, name),
-            name=name,
-            title=title,
-            annotations=ToolAnnotations(
-                title=title,
-                read_only_hint=True,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
-        )
         # memory_search's two defaults come from the settings; the other tools' are their own.
         defaults = {"maxResults": query.max_results, "minScore": query.min_score}
-        publish_defaults(tool, defaults if name == "memory_search" else {})
-        registered.append(tool)
+        shown = defaults if name == "memory_search" else {}
+        registered.append(_tool(tools, name, title, read_only=True, defaults=shown))
     if memory.settings.memory.write.enabled:
+        # It adds to the notes and never removes; two calls add two entries.
         name, title = WRITE_TOOL
-        tool = CheckedTool.from_function(
-            tools.memory_write,
-            name=name,
-            title=title,
-            # It adds to the notes and never removes; two calls add two entries.
-            annotations=ToolAnnotations(
-                title=title,
-                read_only_hint=False,
-                destructive_hint=False,
-                idempotent_hint=False,
-                open_world_hint=False,
-            ),
-        )
-        publish_defaults(tool, {})
-        registered.append(tool)
+        registered.append(_tool(tools, name, title, read_only=False))
     return registered
+
+
+def _tool(
+    tools: AgentTools,
+    name: str,
+    title: str,
+    *,
+    read_only: bool,
+    defaults: dict[str, object] | None = None,
+) -> Tool:
+    """One tool with its title and annotations: a read tool is idempotent, the write tool
+    (appends only) is neither read-only nor idempotent, and neither destroys anything."""
+    tool = CheckedTool.from_function(
+        getattr(tools, name),
+        name=name,
+        title=title,
+        annotations=ToolAnnotations(
+            title=title,
+            read_only_hint=read_only,
+            destructive_hint=False,
+            idempotent_hint=read_only,
+            open_world_hint=False,
+        ),
+    )
+    publish_defaults(tool, defaults or {})
+    return tool
 
 
 def instructions(status: IndexStatus, *, writable: bool = False) -> str:

@@ -193,9 +193,10 @@ class _Cursor(sqlite3.Cursor):
 
     def executescript(self, sql_script: str, /) -> _Cursor:
         try:
-            return super().executescript(sql_script)
+            super().executescript(sql_script)  # returns this cursor, typed as a plain one
         except sqlite3.Error as exc:
             _raise_for_user(exc, self.connection.store_path)
+        return self
 
     def fetchone(self) -> Any:
         try:
@@ -225,13 +226,13 @@ class _Connection(sqlite3.Connection):
         return super().cursor(factory)
 
     def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
-        return self.cursor().execute(sql, parameters)
+        return _Cursor(self).execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Any, /) -> _Cursor:
-        return self.cursor().executemany(sql, parameters)
+        return _Cursor(self).executemany(sql, parameters)
 
     def executescript(self, sql_script: str, /) -> _Cursor:
-        return self.cursor().executescript(sql_script)
+        return _Cursor(self).executescript(sql_script)
 
     def commit(self) -> None:
         try:
@@ -792,7 +793,7 @@ class Store:
 
     def _rows_in(
         self, query: str, values: Sequence[object], leading: Sequence[object] = ()
-    ) -> Iterator[tuple]:  # type: ignore[type-arg]
+    ) -> Iterator[tuple[Any, ...]]:
         """Rows of `query` (with `{marks}` in its IN list, after `leading` parameters) for any
         number of values, in batches under SQLite's limit on bound parameters."""
         values = list(values)
@@ -816,6 +817,7 @@ class Store:
         return {row[0]: ChunkRecord(*row) for row in self._rows_in(query, chunk_ids)}
 
     def iter_chunks(self, file_ids: Sequence[int] | None = None) -> Iterator[ChunkRecord]:
+        rows: Iterable[tuple[Any, ...]]
         if file_ids is None:
             rows = self._db.execute(f"{self._CHUNK_SELECT} ORDER BY c.id")
         else:
@@ -961,8 +963,19 @@ class Store:
         states = {}
         for row in rows:
             position = ReadPosition(row[7], row[8], row[9], row[10], tuple(json.loads(row[11])))
-            states[row[1]] = TranscriptState(
-                *row[:7], position, row[12], row[13], LineCounts(*row[14:17])
+            file_id, session_key, size, mtime_ns, chunking, title, last_activity = row[:7]
+            states[session_key] = TranscriptState(
+                file_id,
+                session_key,
+                size,
+                mtime_ns,
+                chunking,
+                title,
+                last_activity,
+                position,
+                row[12],
+                row[13],
+                LineCounts(*row[14:17]),
             )
         return states
 
@@ -1164,16 +1177,17 @@ class Store:
         return [TranscriptHit(*row) for row in rows]
 
 
-def _file_record(row: Sequence[object]) -> FileRecord:
+def _file_record(row: Sequence[Any]) -> FileRecord:
+    """The file of a `files` row, as sqlite3 returns it (its values untyped)."""
     return FileRecord(
-        id=int(row[0]),  # type: ignore[arg-type]
+        id=int(row[0]),
         path=str(row[1]),
-        size=int(row[2]),  # type: ignore[arg-type]
-        mtime_ns=int(row[3]),  # type: ignore[arg-type]
+        size=int(row[2]),
+        mtime_ns=int(row[3]),
         sha256=str(row[4]),
         title=str(row[5]),
         note_date=row[6] if row[6] is None else str(row[6]),
-        importance=None if row[7] is None else float(row[7]),  # type: ignore[arg-type]
+        importance=None if row[7] is None else float(row[7]),
         triggers=tuple(json.loads(str(row[8]))),
         chunking=str(row[9]),
     )

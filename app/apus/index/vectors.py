@@ -51,7 +51,8 @@ def nearest(
         return {}
     else:
         selector = faiss.IDSelectorBatch(np.ascontiguousarray(allowed, dtype=np.int64))
-        params = faiss.SearchParameters(sel=selector)
+        params = faiss.SearchParameters()
+        params.sel = selector
         scores, ids = index.search(vector, min(k, index.ntotal, len(allowed)), params=params)
     return {int(i): float(s) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0}
 
@@ -89,7 +90,7 @@ class VectorIndexError(ApusError):
 
 @dataclass(frozen=True)
 class _Loaded:
-    index: faiss.Index | None
+    index: faiss.IndexIDMap | None
     health: VectorHealth
     built: bool = True  # False: never written for this identity (not damage, just not yet)
 
@@ -164,6 +165,8 @@ class VectorIndex:
             index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
         except Exception as exc:  # FAISS raises RuntimeError for what it cannot parse
             return _Loaded(None, VectorHealth("damaged", f"vectors.faiss cannot be loaded ({exc})"))
+        if not isinstance(index, faiss.IndexIDMap):  # what _build writes: vectors under chunk ids
+            return _Loaded(None, VectorHealth("damaged", "vectors.faiss holds no chunk ids"))
         if expected is not None and index.ntotal != expected:
             reason = f"vectors.faiss holds {index.ntotal} vectors, its stamp says {expected}"
             return _Loaded(None, VectorHealth("damaged", reason))
@@ -185,7 +188,8 @@ class VectorIndex:
         elif index is not None and stamp.get("store_id") != store.store_id():
             index, problem = None, "it was built from another index database"
         elif index is not None and index.d != identity.dims:
-            index, problem = None, f"it has {index.d} dimensions, the model {identity.dims}"
+            problem = f"it has {index.d} dimensions, the model {identity.dims}"
+            index = None
         wanted = store.vector_chunk_ids(key)
         changed = index is None or stamp.get("identity") != key
         if index is not None:
@@ -202,18 +206,18 @@ class VectorIndex:
         return int(index.ntotal)
 
     @staticmethod
-    def _update(index: faiss.Index, store: Store, key: str, wanted: set[int]) -> bool:
+    def _update(index: faiss.IndexIDMap, store: Store, key: str, wanted: set[int]) -> bool:
         """Remove vectors of chunks gone, add those of new chunks; True if anything changed."""
         present = set(faiss.vector_to_array(index.id_map).tolist()) if index.ntotal else set()
         stale = present - wanted
         if stale:
-            index.remove_ids(np.fromiter(stale, dtype=np.int64))
+            index.remove_ids(faiss.IDSelectorBatch(np.fromiter(stale, dtype=np.int64)))
         missing = sorted(wanted - present)
         _add_from_store(index, store, key, missing)
         return bool(stale or missing)
 
     @staticmethod
-    def _build(store: Store, identity: EmbeddingIdentity, wanted: set[int]) -> faiss.Index:
+    def _build(store: Store, identity: EmbeddingIdentity, wanted: set[int]) -> faiss.IndexIDMap:
         index = faiss.IndexIDMap2(faiss.IndexFlatIP(identity.dims))
         _add_from_store(index, store, identity.key(), sorted(wanted))
         return index

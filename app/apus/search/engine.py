@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 import numpy as np
 
@@ -53,6 +53,13 @@ Mode = Literal["hybrid", "keyword", "vector"]
 _RELATED_CHUNKS = 12
 # The fix shown when the keyword index cannot answer until a sync rebuilds it.
 _REBUILD_FIX = "apus memory index"
+_T = TypeVar("_T")
+
+
+class _WithStore(Protocol):
+    """Searcher._with_store: `action` on the open store, else `default` (no index yet)."""
+
+    def __call__(self, action: Callable[[Store], _T], default: _T) -> _T: ...
 
 
 @dataclass(frozen=True)
@@ -272,7 +279,7 @@ class Searcher:
             return self._admitted[1]
 
         empty = Admitted(frozenset(), np.zeros(0, dtype=np.int64))
-        return self._with_store(compute, empty)  # type: ignore[return-value]
+        return self._with_store(compute, empty)
 
     def _response(
         self,
@@ -295,7 +302,7 @@ class Searcher:
         vectors, a keyword search for its title and headings."""
         started = time.perf_counter()
         filters = replace(filters or NoteFilter(), exclude_paths=(path,))
-        own = self._with_store(lambda s: _note_chunks(s, path), [])
+        own: list[ChunkRecord] = self._with_store(lambda s: _note_chunks(s, path), [])
         admitted = self.admitted(filters)
         k = self.settings.search.query.candidates
         options = SearchOptions(limit=limit, mmr=False, recency=False, min_score=0.0)
@@ -339,7 +346,7 @@ class Searcher:
         if generation is None:
             return _KeywordHealth(False, 0, NOT_INDEXED, NOT_INDEXED_FIX)
         stamp = self._keyword.stamp_signature()
-        signature = (int(generation), stamp)  # type: ignore[call-overload]
+        signature = (generation, stamp)
         if self._health is not None and self._health[0] == signature:
             # Opening the index to check it costs more than a search: once per change is enough.
             return self._health[1]
@@ -349,7 +356,7 @@ class Searcher:
         if stamp is not None and stamp == self._damaged_stamp:
             health = _KeywordHealth(False, 0, "keyword index damaged", _REBUILD_FIX, repair=True)
         else:
-            health = self._check_keyword(int(generation))  # type: ignore[call-overload]
+            health = self._check_keyword(generation)
         self._health = (signature, health)
         return health
 
@@ -465,7 +472,7 @@ class Searcher:
                 with_facts.append(replace(hit, media=media) if media else hit)
             return with_facts
 
-        return self._with_store(facts, hits)  # type: ignore[return-value]
+        return self._with_store(facts, hits)
 
     def _candidates(self, query: str, legs: _Legs, options: SearchOptions) -> list[_Candidate]:
         """Every chunk either leg found, plus the notes the query names, with their factors."""
@@ -482,9 +489,7 @@ class Searcher:
         ids = list(merged)
         named = self._named_chunk_ids(query, legs.admitted)
         ids.extend(i for i in named if i not in merged)
-        chunks: dict[int, ChunkRecord] = self._with_store(  # type: ignore[assignment]
-            lambda s: s.chunks_by_id(ids), {}
-        )
+        chunks: dict[int, ChunkRecord] = self._with_store(lambda s: s.chunks_by_id(ids), {})
         today = self._today()
         decay = hybrid.temporal_decay
         use_recency = decay.enabled if options.recency is None else options.recency
@@ -556,7 +561,7 @@ class Searcher:
 
     # -- store access -------------------------------------------------------------------
 
-    def _with_store(self, action: Callable[[Store], object], default: object) -> object:
+    def _with_store(self, action: Callable[[Store], _T], default: _T) -> _T:
         with self._store_lock:
             if self._store is None and Store.exists(self.index_dir):
                 self._store = Store(self.index_dir, readonly=True)
@@ -564,14 +569,12 @@ class Searcher:
 
     def _named_chunk_ids(self, query: str, admitted: Admitted | None) -> set[int]:
         """First chunks of the notes whose path, file name or stem is the query."""
-        files: list[int] = self._with_store(  # type: ignore[assignment]
-            lambda s: self._files_named(s, query), []
-        )
+        files: list[int] = self._with_store(lambda s: self._files_named(s, query), [])
         if admitted is not None:
             files = [file_id for file_id in files if file_id in admitted.files]
         if not files:
             return set()
-        firsts: dict[int, ChunkRecord] = self._with_store(  # type: ignore[assignment]
+        firsts: dict[int, ChunkRecord] = self._with_store(
             lambda s: s.first_chunk_of_files(files), {}
         )
         return {chunk.id for chunk in firsts.values()}
@@ -651,15 +654,13 @@ def _note_chunks(store: Store, path: str) -> list[ChunkRecord]:
 def _best_per_note(
     scores: dict[int, float],
     admitted: Admitted | None,
-    with_store: Callable[[Callable[[Store], object], object], object],
+    with_store: _WithStore,
 ) -> dict[int, float]:
     """Each admitted note's best chunk and its score: related notes are notes, not passages."""
     if admitted is not None:
         allowed = set(admitted.chunks.tolist())
         scores = {chunk: score for chunk, score in scores.items() if chunk in allowed}
-    chunks: dict[int, ChunkRecord] = with_store(  # type: ignore[assignment]
-        lambda s: s.chunks_by_id(list(scores)), {}
-    )
+    chunks: dict[int, ChunkRecord] = with_store(lambda s: s.chunks_by_id(list(scores)), {})
     best: dict[int, tuple[int, float]] = {}
     for chunk_id, score in scores.items():
         chunk = chunks.get(chunk_id)

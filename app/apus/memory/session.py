@@ -440,7 +440,7 @@ class Memory:
 
     def _watch(self, debounce_ms: int) -> None:
         roots = [self.vault, *self.settings.extra_roots()]
-        suffixes = NOTE_SUFFIXES
+        suffixes: tuple[str, ...] = NOTE_SUFFIXES
         if self.settings.search.extra_paths:  # images and audio there are indexed too
             suffixes += tuple(sorted(MEDIA_RULE.suffixes))
         if transcripts.enabled(self.settings.search):  # conversations grow while agents run

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.app import App, SuspendNotSupported
 from textual.binding import Binding, BindingType
@@ -51,7 +52,7 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
     CSS_PATH = Path(__file__).with_name("apus.tcss")
     TITLE = "Apus"
     COMMANDS = App.COMMANDS | {ApusCommands}
-    MODES: ClassVar[dict[str, str | type[Screen[object]]]] = {
+    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
         "search": SearchScreen,
         "browse": BrowseScreen,
     }

@@ -414,11 +414,11 @@ class SetupScreen(Screen[SetupChoices | None]):
     @work(thread=True, exclusive=True, group="download", exit_on_error=False)
     def _download(self, manifest: ModelManifest) -> Path:
         worker = get_current_worker()
-        return download_model(
-            manifest,
-            progress=lambda done, total: self.post_message(self.DownloadProgress(done, total)),
-            cancel=worker.cancelled_event,
-        )
+
+        def progress(done: int, total: int) -> None:
+            self.post_message(self.DownloadProgress(done, total))
+
+        return download_model(manifest, progress=progress, cancel=worker.cancelled_event)
 
     def on_setup_screen_download_progress(self, message: DownloadProgress) -> None:
         bar = self.query_one("#download-bar", ProgressBar)
@@ -543,8 +543,8 @@ class SetupScreen(Screen[SetupChoices | None]):
         status = self.query_one("#model-test" if self.step == "model" else "#provider-test", Static)
         status.update(text or "")
         status.display = bool(text)
-        status.set_class(bool(text) and text.startswith("✗"), "-error")
-        status.set_class(bool(text) and text.startswith("✓"), "-ok")
+        status.set_class(text is not None and text.startswith("✗"), "-error")
+        status.set_class(text is not None and text.startswith("✓"), "-ok")
         if text is None:
             self.query_one("#test-failed").display = False
         else:

@@ -197,7 +197,8 @@ def parse_conversation(name: str, data: Mapping[str, object]) -> Conversation:
     sessions.sort(key=lambda s: s.number)
     known = {turn.tag for session in sessions for turn in session.turns}
     questions = []
-    for row in data.get("qa", []) or []:  # type: ignore[union-attr]
+    qa = data.get("qa")
+    for row in qa if isinstance(qa, list) else []:
         category = int(row.get("category", 0))
         evidence = tuple(
             dict.fromkeys(
@@ -274,7 +275,9 @@ def write_transcripts(conversation: Conversation, root: Path) -> TurnLines:
     for session in conversation.sessions:
         stamp = session.when.strftime("%Y-%m-%dT%H:%M:%SZ")
         session_id = f"session-{session.number:03d}"
-        events = [{"type": "session", "id": session_id, "timestamp": stamp}]
+        events: list[dict[str, object]] = [
+            {"type": "session", "id": session_id, "timestamp": stamp}
+        ]
         where: dict[int, str] = {}
         for number, turn in enumerate(session.turns):
             where[len(events) + 1] = turn.tag

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,11 @@ from apus.index.store import Store
 from apus.index.vectors import nearest
 from apus.search.engine import Searcher, SearchOptions, SearchResponse
 from apus.search.vector_leg import VectorAvailability
+
+if TYPE_CHECKING:
+    import faiss
+
+    from apus.embed.base import Embedder
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,7 @@ def sample_queries(store: Store, count: int, seed: int = 7) -> list[str]:
 class _TimedVectorLeg:
     """Real query embedding + FAISS search; records the embedding time of each query."""
 
-    def __init__(self, embedder, vectors) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, embedder: Embedder, vectors: faiss.Index) -> None:
         self.embedder = embedder
         self.vectors = vectors
         self.last_embed_ms = 0.0
@@ -97,11 +103,14 @@ class _TimedVectorLeg:
         self.last_embed_ms = (time.perf_counter() - started) * 1000
         return nearest(self.vectors, vector, k, allowed)
 
+    def neighbours(self, chunk_ids: list[int], k: int) -> dict[int, float]:
+        raise NotImplementedError("the search benchmark times searches, not related notes")
+
     def close(self) -> None:
         self.embedder.close()
 
 
-def _synthetic_faiss(store: Store, dims: int):  # type: ignore[no-untyped-def]
+def _synthetic_faiss(store: Store, dims: int) -> faiss.Index:
     import faiss
 
     ids = np.fromiter((c.id for c in store.iter_chunks()), dtype=np.int64)

@@ -15,7 +15,7 @@ from apus.cli.context import run_guarded
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from apus.benchmarks.beir import ModeMetrics, VariantResult
+    from apus.benchmarks.beir import ModeMetrics, Split, VariantResult
     from apus.config import Settings
 
 
@@ -107,7 +107,7 @@ def evaluate(
     mmr: bool | None,
     limit_queries: int | None,
     settings_sets: tuple[str, ...],
-    split: str,
+    split: Split,  # one of click.Choice's
     as_json: bool,
 ) -> None:
     """Measure retrieval on a benchmark, per mode, under the configured settings and each
@@ -168,7 +168,7 @@ def _run_beir(
     mmr: bool | None,
     limit_queries: int | None,
     settings_sets: tuple[str, ...],
-    split: str,
+    split: Split,  # one of click.Choice's
     as_json: bool,
 ) -> None:
     """Index a BEIR collection as notes, score every mode under every setting, print."""
@@ -190,7 +190,7 @@ def _run_beir(
 
     variants = [DEFAULTS, *(parse_variant(text) for text in settings_sets)]
     collection = load_collection(collection_dir, judgments, limit_docs)
-    kept = select_queries(collection.queries, split)  # type: ignore[arg-type]
+    kept = select_queries(collection.queries, split)
     if limit_queries:
         kept = dict(list(kept.items())[:limit_queries])
     collection = Collection(collection.corpus, kept, collection.qrels)

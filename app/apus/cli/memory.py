@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from apus.index.note_filter import NoteFilter
     from apus.index.sync import SyncReport
     from apus.memory import Memory
-    from apus.search.engine import SearchResponse
+    from apus.memory.writer import Target
+    from apus.search.engine import Mode, SearchResponse
 
 # `memory index` exit status when the notes were indexed but embeddings the settings ask for
 # could not be made (failed mid-run, provider unavailable, or paused by a model change).
@@ -160,7 +161,7 @@ def _safe_echo(text: str, fg: str | None = None) -> None:
     click.secho(terminal_safe(text), fg=fg)
 
 
-class _Day(click.ParamType):
+class _Day(click.ParamType[dt.date]):
     """A day in the forms agents and people write (`2026-11-20`, `7d`, `last week`): the
     first day of what it names for --since, the last for --until."""
 
@@ -267,7 +268,7 @@ def _filters(
 def search(
     query: tuple[str, ...],
     limit: int | None,
-    mode: str,
+    mode: Mode,  # one of click.Choice's
     paths: tuple[str, ...],
     since: dt.date | None,
     until: dt.date | None,
@@ -305,7 +306,7 @@ def search(
             # With --per-note, more passages are asked for than shown: a note's extra ones
             # give way to other notes.
             fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
-            options = SearchOptions(mode=mode, limit=fetch, filters=filters)  # type: ignore[arg-type]
+            options = SearchOptions(mode=mode, limit=fetch, filters=filters)
             response = memory.search(" ".join(query), options)
         if per_note is not None:
             response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
@@ -447,7 +448,7 @@ def _hit_json(hit: Any, explain: bool) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def add(
     text: tuple[str, ...],
-    target: str,
+    target: Target,  # one of click.Choice's
     importance: int | None,
     triggers: tuple[str, ...],
     as_json: bool,
@@ -463,7 +464,7 @@ def add(
         from apus.memory.writer import Entry
         from apus.search.time_words import today
 
-        entry = Entry(" ".join(text), target, importance, triggers)  # type: ignore[arg-type]
+        entry = Entry(" ".join(text), target, importance, triggers)
         now = dt.datetime.combine(today(), dt.datetime.now().time())
         with _open() as session:
             written = session.write(entry, now)

@@ -438,7 +438,9 @@ class Memory:
         if not searcher.keyword_needs_repair():
             return False
         if self._syncs is not None:
-            self._syncs.request()
+            # Behind while this session's own sync writes: that sync catches up by itself.
+            if not (self._syncs.running() and searcher.keyword_behind()):
+                self._syncs.request()
             return False
         try:
             return self.indexer().repair_keyword(damaged=searcher.keyword_damaged())

@@ -163,12 +163,10 @@ class AgentTools:
     def _search_in_window(
         self, words: str, options: SearchOptions, window: _Window | None, notices: list[str]
     ) -> SearchResponse:
-        response = self.memory.search(words, options)
-        if not response.hits and window is not None and window.source == "query":
-            # Read from the words, the window is a guess: say it was empty, show the rest.
+        guessed = window is not None and window.source == "query"
+        response, widened = self.memory.search_dated(words, options, guessed=guessed)
+        if widened and window is not None:
             notices.append(f"nothing dated {window.describe()}; these are from any date")
-            filters = replace(options.filters, since=None, until=None)
-            response = self.memory.search(words, replace(options, filters=filters))
         return response
 
     def memory_get(

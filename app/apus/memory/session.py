@@ -24,6 +24,7 @@ from apus.index.last_sync import LastSync, newer, read_last_sync, write_last_syn
 from apus.index.media import MEDIA_RULE
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
+from apus.index.reading_progress import reading_progress
 from apus.index.status import EmbeddingsState, IndexStatus, collect_status
 from apus.index.store import Store
 from apus.index.sync import Indexer, SyncReport
@@ -176,6 +177,18 @@ class Memory:
             self.request_sync()  # every vector is in the store: a sync rebuilds FAISS
         return response
 
+    def search_dated(
+        self, words: str, options: SearchOptions, *, guessed: bool
+    ) -> tuple[SearchResponse, bool]:
+        """A search held to the dates in `options`; when those were read from the query's
+        own words (`guessed`: "what did I decide last week") and hold nothing, the same
+        search over any date. Returns the response and whether it was widened so."""
+        response = self.search(words, options)
+        if response.hits or not guessed:
+            return response, False
+        filters = replace(options.filters, since=None, until=None)
+        return self.search(words, replace(options, filters=filters)), True
+
     def search_stages(
         self, query: str, options: SearchOptions | None = None
     ) -> Iterator[SearchResponse]:
@@ -245,6 +258,11 @@ class Memory:
         """How the latest sync of this index ended: this session's, or another process's
         when that one is newer (recorded beside the index by whoever ran it)."""
         return newer(self._last_sync, read_last_sync(self.index_dir))
+
+    def reading(self) -> SyncProgress | None:
+        """How far a sync (this session's or another process's) has read the notes, while
+        it still reads them: searches until then cover only the notes read so far."""
+        return reading_progress(self.index_dir)
 
     def embeddings(self, *, deep: bool = False) -> EmbeddingsState:
         return embeddings_state(
@@ -420,7 +438,9 @@ class Memory:
         if not searcher.keyword_needs_repair():
             return False
         if self._syncs is not None:
-            self._syncs.request()
+            # Behind while this session's own sync writes: that sync catches up by itself.
+            if not (self._syncs.running() and searcher.keyword_behind()):
+                self._syncs.request()
             return False
         try:
             return self.indexer().repair_keyword(damaged=searcher.keyword_damaged())

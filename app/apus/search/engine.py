@@ -324,6 +324,12 @@ class Searcher:
         health = self._keyword_health()
         return health.ready and not health.repair, health.reason
 
+    def keyword_behind(self) -> bool:
+        """Whether the keyword index serves, only behind the store: a writer is between a
+        store commit and its keyword update (a first index mirrors batches in bursts)."""
+        health = self._keyword_health()
+        return health.ready and health.repair
+
     def keyword_needs_repair(self) -> bool:
         """Whether the keyword index is missing, damaged or behind the store."""
         return self._keyword_health().repair

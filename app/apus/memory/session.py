@@ -48,6 +48,7 @@ from apus.memory.transcript_reader import (
 )
 from apus.memory.writer import Entry, WrittenEntry, append_entry
 from apus.search.engine import Searcher, SearchOptions, SearchResponse
+from apus.search.query import ParsedQuery
 from apus.search.recall import RecallEntry, recall
 from apus.search.vector_leg import ProviderVectorLeg
 from apus.vault import transcripts
@@ -163,11 +164,15 @@ class Memory:
                 self._start_reembed_if_due()
             return self._searcher
 
-    def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
+    def search(
+        self, query: str | ParsedQuery, options: SearchOptions | None = None
+    ) -> SearchResponse:
         """Both legs, merged (or what can run, and why the rest cannot)."""
         searcher = self.searcher()
         self._repair_keyword(searcher)
         options = self._scoped(options)
+        # Parsed here, so that asking again after a repair does not parse it again.
+        query = ParsedQuery.parse(query) if isinstance(query, str) else query
         response = searcher.search(query, options)
         # A query may find damage that opening the index did not show: repair, ask again.
         keyword = response.legs.get("keyword")
@@ -190,7 +195,7 @@ class Memory:
         return self.search(words, replace(options, filters=filters)), True
 
     def search_stages(
-        self, query: str, options: SearchOptions | None = None
+        self, query: str | ParsedQuery, options: SearchOptions | None = None
     ) -> Iterator[SearchResponse]:
         """Keyword results at once, then merged ones when the vector leg can add to them."""
         searcher = self.searcher()

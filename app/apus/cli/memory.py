@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from apus.index.sync import SyncReport
     from apus.memory import Memory
     from apus.search.engine import SearchResponse
-    from apus.search.time_words import DateWindow
+    from apus.search.query import ParsedQuery
 
 # `memory index` exit status when the notes were indexed but embeddings the settings ask for
 # could not be made (failed mid-run, provider unavailable, or paused by a model change).
@@ -308,15 +308,13 @@ def search(
         from apus.search.engine import SearchOptions
         from apus.search.per_note import limit_per_note
 
-        words = " ".join(query)
-        window = _window_in(words) if time_words and since is None and until is None else None
-        if window is not None:
-            words = window[1]
+        words = _parsed(" ".join(query), dated=time_words and since is None and until is None)
+        window = words.window
         filters = replace(
             _filters(
                 paths,
-                since if window is None else window[0].since,
-                until if window is None else window[0].until,
+                since if window is None else window.since,
+                until if window is None else window.until,
                 tags,
             ),
             sources=CORPUS_SOURCES[corpus],
@@ -332,16 +330,18 @@ def search(
             reading = memory.reading()
         if per_note is not None:
             response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
-        context = SearchContext(None if window is None else window[0], widened, reading)
+        context = SearchContext(window, widened, reading)
         _show(response, context, explain=explain, as_json=as_json)
 
     run_guarded(body)
 
 
-def _window_in(words: str) -> tuple[DateWindow, str] | None:
-    from apus.search.time_words import today, window_in_query
+def _parsed(words: str, *, dated: bool) -> ParsedQuery:
+    """The query, read once; with `dated`, a time in it becomes the dates to search."""
+    from apus.search.query import ParsedQuery
+    from apus.search.time_words import today
 
-    return window_in_query(words, today=today())
+    return ParsedQuery.dated(words, today=today()) if dated else ParsedQuery.parse(words)
 
 
 def _show(

@@ -183,7 +183,7 @@ class Memory:
         return response
 
     def search_dated(
-        self, words: str, options: SearchOptions, *, guessed: bool
+        self, words: str | ParsedQuery, options: SearchOptions, *, guessed: bool
     ) -> tuple[SearchResponse, bool]:
         """A search held to the dates in `options`; when those were read from the query's
         own words (`guessed`: "what did I decide last week") and hold nothing, the same

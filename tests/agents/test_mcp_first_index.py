@@ -22,6 +22,7 @@ async def test_answers_during_a_first_index_carry_indexing(tmp_path: Path) -> No
         # Ask until the server says the index is whole (its own signal, no clock).
         while True:
             result = await session.call_tool("memory_search", {"query": "heron"})
+            assert not result.is_error, result.content
             answer = result.structured_content or {}
             status = await call(session, "memory_status")
             if "indexing" in answer:

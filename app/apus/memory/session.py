@@ -444,7 +444,7 @@ class Memory:
             return False
         if self._syncs is not None:
             # Behind while this session's own sync writes: that sync catches up by itself.
-            if not (self._syncs.running() and searcher.keyword_behind()):
+            if not (self._syncs.running and searcher.keyword_behind()):
                 self._syncs.request()
             return False
         try:

@@ -19,7 +19,8 @@ import pytest
 from apus.config import Settings
 from apus.index.keyword import KeywordIndex
 from apus.index.shadow import shadow_dir
-from apus.index.store import IndexWriteError, Store
+from apus.index.sqlite import IndexWriteError
+from apus.index.store import Store
 
 from .helpers import (
     cli_env,

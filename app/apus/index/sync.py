@@ -42,10 +42,10 @@ from apus.index.note_problems import (
 from apus.index.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
 from apus.index.reading_progress import ReadingProgressFile
 from apus.index.shadow import discard_leftover, open_shadow, shadow_dir, swap_in
+from apus.index.sqlite import IndexWriteError
 from apus.index.store import (
     ChunkRecord,
     FileRecord,
-    IndexWriteError,
     NewFile,
     SetAside,
     Store,

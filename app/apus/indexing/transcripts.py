@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from apus.config import Settings
-from apus.index.progress import ProgressCallback, SyncProgress
 from apus.index.store import ChunkRecord, NewFile, Store
 from apus.index.transcript_store import (
     NewTranscript,
@@ -36,6 +35,7 @@ from apus.index.transcript_store import (
     TranscriptStore,
     TranscriptTouch,
 )
+from apus.indexing.progress import ProgressCallback, SyncProgress
 from apus.vault import transcripts as tx
 from apus.vault.transcripts import Message, Reading, ReadPosition, TranscriptFile
 

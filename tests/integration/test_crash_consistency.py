@@ -15,7 +15,7 @@ four kinds, taken in turn:
   sample that part densely at little cost, and vectors are covered by the other three.
 
 Each kill lands in the work itself, on any machine: the clean run of each kind records the
-points of its work (`apus.index.holds`: the writer lock taken, each progress event, the work
+points of its work (`apus.indexing.holds`: the writer lock taken, each progress event, the work
 done); the run to kill is held at one of them drawn at random, let go, and killed a random
 part of the way to the next point, where it is held again if it gets there first. So every
 kill hits a run that holds the writer lock, mid-work. The run after it (in this process,
@@ -48,9 +48,9 @@ from apus.config import Settings, load_settings
 from apus.embed.providers import resolve_provider
 from apus.index.identity import stored_identity
 from apus.index.keyword import KeywordIndex
-from apus.index.shadow import shadow_dir
 from apus.index.store import Store
 from apus.index.vectors import VectorIndex
+from apus.indexing.shadow import shadow_dir
 from apus.memory import Memory
 from apus.search.engine import SearchOptions
 from support.holds import Hold

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 from apus.index.keyword import KeywordIndex
-from apus.index.reading_progress import FILE_NAME
 from apus.index.store import Store
+from apus.indexing.reading_progress import FILE_NAME
 from support.holds import Hold
 
 from .helpers import APUS, cli_env, make_settings, run_apus, run_json, write_note

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from apus.cli import main
 from apus.config import Settings, load_settings
 from apus.embed.providers import resolve_provider
-from apus.index.sync import Indexer
+from apus.indexing.sync import Indexer
 from apus.memory import Memory
 from apus.search.engine import Searcher, SearchHit, SearchOptions, SearchResponse
 

@@ -19,9 +19,9 @@ from whoosh.filedb.structfile import StructFile
 from apus.config import Settings
 from apus.errors import IndexBusyError
 from apus.index.keyword import STAMP_FILE, KeywordIndex
-from apus.index.lock import WriterLock
-from apus.index.progress import SyncProgress
 from apus.index.status import IndexStatus, collect_status
+from apus.indexing.lock import WriterLock
+from apus.indexing.progress import SyncProgress
 from apus.search.engine import Searcher
 from support.holds import Hold
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 
 from apus.agents.answers import Indexing
-from apus.index.progress import SyncProgress
-from apus.index.reading_progress import READING_PHASES
+from apus.indexing.progress import SyncProgress
+from apus.indexing.reading_progress import READING_PHASES
 from apus.memory import Memory
 from apus.memory.session import MemoryEvent
 from apus.memory.sync_queue import SyncFinished, SyncProgressed

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from apus.cli.search_context import SearchContext
     from apus.config import Settings
     from apus.index.note_filter import NoteFilter
-    from apus.index.sync import SyncReport
+    from apus.indexing.sync import SyncReport
     from apus.memory import Memory
     from apus.search.engine import SearchResponse
     from apus.search.query import ParsedQuery

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from apus.index.progress import SyncProgress
+from apus.indexing.progress import SyncProgress
 from apus.search.time_words import DateWindow
 from apus.units import human_duration
 

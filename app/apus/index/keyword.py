@@ -21,7 +21,8 @@ from whoosh.fields import COLUMN, ID, TEXT, Schema
 
 from apus.index.bm25 import Bm25Params, SegmentCache, Statistics, collect_statistics, top_scores
 from apus.index.fileswap import exchange
-from apus.index.store import ChunkRecord, IndexWriteError, Store
+from apus.index.sqlite import IndexWriteError
+from apus.index.store import ChunkRecord, Store
 from apus.vault.text import ANALYZER_VERSION, keyword_term, tokenize
 
 STAMP_FILE = "apus-stamp.json"

@@ -23,11 +23,11 @@ from apus.errors import IndexBusyError
 from apus.index.last_sync import LastSync, newer, read_last_sync, write_last_sync
 from apus.index.media import MEDIA_RULE
 from apus.index.note_filter import Asker, NoteFilter
-from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
-from apus.index.reading_progress import reading_progress
 from apus.index.status import EmbeddingsState, IndexStatus, collect_status
 from apus.index.store import Store
-from apus.index.sync import Indexer, SyncReport
+from apus.indexing.progress import ProgressCallback, SyncProgress, ignore_progress
+from apus.indexing.reading_progress import reading_progress
+from apus.indexing.sync import Indexer, SyncReport
 from apus.memory.detached import start_detached_index
 from apus.memory.embeddings import embeddings_state
 from apus.memory.note_reader import (

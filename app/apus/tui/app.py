@@ -15,7 +15,7 @@ from apus.config import Settings, SettingsSource, update_config_file
 from apus.first_run import SetupChoices, detect_hardware
 from apus.index.note_filter import CORPUS_SOURCES, NoteFilter
 from apus.index.status import IndexStatus
-from apus.index.sync import SyncReport
+from apus.indexing.sync import SyncReport
 from apus.memory import Memory
 from apus.search.engine import LegReport, SearchOptions
 from apus.search.options import ResolvedOptions

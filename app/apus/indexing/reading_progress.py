@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import cast
 
 from apus.embed.local.procs import pid_alive
-from apus.index.progress import Phase, SyncProgress
+from apus.indexing.progress import Phase, SyncProgress
 
 FILE_NAME = "reading.json"
 # The phases in which notes are still being read into the index (embedding comes after:

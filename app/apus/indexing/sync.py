@@ -8,7 +8,7 @@ Every batch is a transaction: a killed or cancelled run keeps what it committed 
 run continues from there.
 
 A forced run instead builds a whole new index beside the live one and swaps it in when it is
-complete (apus.index.shadow), so search keeps answering from the old index meanwhile.
+complete (apus.indexing.shadow), so search keeps answering from the old index meanwhile.
 """
 
 from __future__ import annotations
@@ -25,11 +25,8 @@ from typing import Any
 from apus.config import Settings
 from apus.embed.providers import ProviderResolution
 from apus.errors import VaultError
-from apus.index.embedding import EmbedOutcome, EmbedRequest, run_embedding
-from apus.index.holds import hold_point, hold_progress
 from apus.index.keyword import KeywordIndex
-from apus.index.lock import WriterLock
-from apus.index.media import MEDIA_RULE, admit_media, is_media_path, media_new_file, read_media
+from apus.index.media import MEDIA_RULE, is_media_path
 from apus.index.note_filter import fold_tag
 from apus.index.note_problems import (
     FRONTMATTER_FIX,
@@ -39,18 +36,22 @@ from apus.index.note_problems import (
     load_problems,
     save_problems,
 )
-from apus.index.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
-from apus.index.reading_progress import ReadingProgressFile
-from apus.index.shadow import discard_leftover, open_shadow, shadow_dir, swap_in
+from apus.index.sqlite import IndexWriteError
 from apus.index.store import (
     ChunkRecord,
     FileRecord,
-    IndexWriteError,
     NewFile,
     SetAside,
     Store,
 )
-from apus.index.transcripts import TranscriptReport, sync_transcripts
+from apus.indexing.embedding import EmbedOutcome, EmbedRequest, run_embedding
+from apus.indexing.holds import hold_point, hold_progress
+from apus.indexing.lock import WriterLock
+from apus.indexing.media import admit_media, media_new_file, read_media
+from apus.indexing.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
+from apus.indexing.reading_progress import ReadingProgressFile
+from apus.indexing.shadow import discard_leftover, open_shadow, shadow_dir, swap_in
+from apus.indexing.transcripts import TranscriptReport, sync_transcripts
 from apus.vault.chunk import CHUNKING_VERSION, Chunk, iter_chunks
 from apus.vault.dates import date_from_path
 from apus.vault.markdown import ParsedNote, parse_note
@@ -355,7 +356,7 @@ class _BatchWriter:
 
 
 class _ShadowWriter(_BatchWriter):
-    """Writes a forced rebuild into the shadow store, beside the live one (apus.index.shadow).
+    """Writes a forced rebuild into the shadow store, beside the live one (apus.indexing.shadow).
 
     Every chunk whose text is unchanged keeps the id it has in the live store: a reader that
     pairs the new store with the old keyword index or FAISS for a moment while they are
@@ -511,7 +512,7 @@ class Indexer:
         emit: ProgressCallback,
     ) -> None:
         """`--force`: build a whole new index beside the live one, which keeps serving, and
-        swap it in once its keyword part is complete (see apus.index.shadow). Stopped before
+        swap it in once its keyword part is complete (see apus.indexing.shadow). Stopped before
         that, it is discarded and the live index stays as it was."""
         folder = shadow_dir(self.index_dir)
         shadow = open_shadow(self.index_dir, live)

@@ -17,7 +17,7 @@ import pytest
 from apus.config import Settings, load_settings
 from apus.index.status import EmbeddingsState
 from apus.index.store import Store
-from apus.index.sync import SyncReport
+from apus.indexing.sync import SyncReport
 from apus.memory import Memory
 from apus.search.engine import SearchHit, SearchOptions, SearchResponse
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from apus.index import vectors
-from apus.index.embedding import embed_order
-from apus.index.progress import SyncProgress
 from apus.index.store import Store
+from apus.indexing import embedding
+from apus.indexing.embedding import embed_order
+from apus.indexing.progress import SyncProgress
 from apus.memory import Memory
 
 from .helpers import local_model_settings, write_note
@@ -47,7 +47,7 @@ def test_a_sync_embeds_in_priority_order(
         write_note(vault, rel, text)
     settings = local_model_settings(vault, tiny_model, monkeypatch)
     # One chunk per checkpoint, so every progress event names exactly one chunk.
-    monkeypatch.setattr(vectors, "EMBED_BATCH_CHUNKS", 1)
+    monkeypatch.setattr(embedding, "EMBED_BATCH_CHUNKS", 1)
     embedded_paths: list[str] = []
     seen: set[int] = set()
 

@@ -23,8 +23,8 @@ import pytest
 from apus.config import Settings
 from apus.embed.providers import resolve_provider
 from apus.index.keyword import KeywordIndex
-from apus.index.shadow import shadow_dir
 from apus.index.store import Store
+from apus.indexing.shadow import shadow_dir
 from apus.memory import Memory
 from apus.search.engine import Searcher, SearchOptions
 from support.holds import Hold

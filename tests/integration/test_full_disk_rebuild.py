@@ -18,8 +18,9 @@ import pytest
 
 from apus.config import Settings
 from apus.index.keyword import KeywordIndex
-from apus.index.shadow import shadow_dir
-from apus.index.store import IndexWriteError, Store
+from apus.index.sqlite import IndexWriteError
+from apus.index.store import Store
+from apus.indexing.shadow import shadow_dir
 
 from .helpers import (
     cli_env,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from itertools import pairwise
 from pathlib import Path
 
-from apus.index.progress import SyncProgress
+from apus.indexing.progress import SyncProgress
 from integration.helpers import make_settings, search_paths, sync, write_note
 
 

@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from apus.cli import main
 from apus.config import Settings, load_settings
 from apus.embed.providers import resolve_provider
-from apus.index.sync import Indexer
+from apus.indexing.sync import Indexer
+from apus.memory import Memory
 from apus.search.engine import Searcher, SearchHit, SearchOptions, SearchResponse
 
 from .helpers import make_settings, run_apus, run_json, search_response, sync, write_note
@@ -538,6 +539,34 @@ def test_each_leg_asks_for_at_most_the_configured_candidates(
     assert response.legs["keyword"].candidates == 5
     assert response.legs["vector"].candidates == 5
     assert 5 <= len(response.hits) <= 10  # the union of two lists of five
+
+
+def test_a_running_search_keeps_the_settings_it_started_with(
+    hybrid: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__MAXRESULTS", "50")
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__MINSCORE", "0")
+    started_with = load_settings()
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__MAXRESULTS", "1")
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__MINSCORE", "1")
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__HYBRID__TEMPORALDECAY__ENABLED", "false")
+    changed = load_settings()
+    with Memory(settings=started_with) as memory:
+        searcher = memory.searcher()
+        stages = searcher.search_stages("router closet")
+        keyword = next(stages)
+        # Settings that change while the vector leg runs belong to the next search.
+        searcher.settings = changed
+        merged = next(stages)
+        assert next(stages, None) is None
+        searcher.settings = started_with
+        again = searcher.search("router closet")
+    assert not keyword.final and merged.final
+    assert merged.legs["vector"].ran
+    assert len(merged.hits) == 24  # every chunk: maxResults 50 and minScore 0 still hold
+    assert [(h.chunk_id, h.score, h.explain) for h in merged.hits] == [
+        (h.chunk_id, h.score, h.explain) for h in again.hits
+    ]
 
 
 def test_explain_json_through_the_cli_with_vectors(hybrid: Settings) -> None:

@@ -13,6 +13,7 @@ from apus.config import Settings
 from apus.index.keyword import KeywordIndex
 from apus.index.note_filter import CORPUS_SOURCES, NoteFilter
 from apus.index.store import Store
+from apus.index.transcript_store import TranscriptStore
 from apus.memory import Memory
 from apus.search.engine import SearchHit, SearchOptions
 from support.tiny_gguf import write_tiny_gguf
@@ -74,8 +75,8 @@ def transcript_rows(settings: Settings) -> tuple[int, int, int]:
     """(transcript files, their chunks, FTS rows) in the store."""
     store = Store(settings.index_dir(), readonly=True)
     try:
-        summary = store.transcript_summary()
-        fts = store._db.execute("SELECT COUNT(*) FROM transcript_text").fetchone()[0]
+        summary = TranscriptStore(store).summary()
+        fts = store.connection.execute("SELECT COUNT(*) FROM transcript_text").fetchone()[0]
         return summary.files, summary.chunks, int(fts)
     finally:
         store.close()

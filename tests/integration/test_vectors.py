@@ -13,8 +13,8 @@ import pytest
 from apus.config import Settings, SettingsSource, load_settings
 from apus.embed.providers import resolve_provider
 from apus.index.identity import stored_identity
-from apus.index.progress import SyncProgress
 from apus.index.store import Store
+from apus.indexing.progress import SyncProgress
 from apus.memory import Memory
 from apus.memory.session import MemoryEvent
 from apus.memory.sync_queue import SyncFinished, SyncStarted

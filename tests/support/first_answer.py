@@ -2,6 +2,10 @@
 `memory_search` answer, through the SDK client (keyword search).
 
     .venv/bin/python tests/support/first_answer.py [--notes 3000]
+    .venv/bin/python tests/support/first_answer.py --vault FOLDER --query WORD
+
+Without --vault, a vault of generated notes; with it, that folder of notes, indexed from
+nothing in a temporary data folder (its own index, if any, is neither read nor touched).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 
-async def first_answer(vault: Path, env: dict[str, str]) -> dict[str, float | int]:
+async def first_answer(vault: Path, env: dict[str, str], query: str) -> dict[str, float | int]:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "apus", "--vault", str(vault), "mcp"], env=env
     )
@@ -30,7 +34,7 @@ async def first_answer(vault: Path, env: dict[str, str]) -> dict[str, float | in
         ready = time.perf_counter() - started
         while True:  # the answer itself is the signal
             asked += 1
-            found = await session.call_tool("memory_search", {"query": "heron"})
+            found = await session.call_tool("memory_search", {"query": query})
             if (found.structured_content or {}).get("results"):
                 break
         answered = time.perf_counter() - started
@@ -40,11 +44,13 @@ async def first_answer(vault: Path, env: dict[str, str]) -> dict[str, float | in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=3000)
+    parser.add_argument("--vault", type=Path, help="a folder of notes instead of generated ones")
+    parser.add_argument("--query", default="heron")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        vault = root / "vault"
-        for n in range(args.notes):
+        vault = args.vault or root / "vault"
+        for n in range(0 if args.vault else args.notes):
             note = vault / f"notes/n{n:05d}.md"
             note.parent.mkdir(parents=True, exist_ok=True)
             note.write_text(f"# Note {n}\n\nThe heron count was {n}.\n", encoding="utf-8")
@@ -53,8 +59,8 @@ def main() -> None:
             (root / name.lower()).mkdir()
             env[name] = str(root / name.lower())
         env.update(APUS_MEMORY__SEARCH__PROVIDER="none", APUS_MEMORY__SEARCH__SYNC__WATCH="false")
-        figures = asyncio.run(first_answer(vault, env))
-    print(json.dumps({"notes": args.notes, **figures}))
+        figures = asyncio.run(first_answer(vault, env, args.query))
+    print(json.dumps({"vault": str(args.vault or f"{args.notes} generated notes"), **figures}))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The test side of `apus.index.holds`: stop a sync at a point of its work, act, let it go.
+"""The test side of `apus.indexing.holds`: stop a sync at a point of its work, act, let it go.
 
 A kill, a search or a look at the status bar made while the sync is held there happens at
 that point on any machine, however loaded or fast it is.
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from apus.index.holds import AT_ENV, FOLDER_ENV
+from apus.indexing.holds import AT_ENV, FOLDER_ENV
 
 # Only a guard against a hang (the sync waits for the test, not for a clock): generous.
 PATIENCE_S = 300.0

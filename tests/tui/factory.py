@@ -16,7 +16,7 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed
 from apus.config import SettingsSource
 from apus.first_run import Hardware
 from apus.index.status import IndexStatus
-from apus.index.sync import SyncReport
+from apus.indexing.sync import SyncReport
 from apus.memory import Memory
 from apus.tui.app import ApusApp
 from apus.tui.screens.wizard import WizardOptions

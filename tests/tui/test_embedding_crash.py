@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from apus.index.progress import Eta
+from apus.indexing.progress import Eta
 from apus.tui.app import ApusApp
 from apus.tui.format import eta_text
 from apus.tui.screens.search import SearchScreen

@@ -116,8 +116,8 @@ async def test_palette_toggles_recency_and_mmr(indexed_vault: Path, config_file:
     app = make_app(indexed_vault, config_file)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert app.search_options().recency is False  # off in the test environment
-        assert app.search_options().mmr is True
+        assert app.resolved_search_options().recency is False  # off in the test environment
+        assert app.resolved_search_options().mmr is True
         for words in ("recency boost", "diversity"):
             await pilot.press("ctrl+p")
             await pilot.pause()
@@ -125,8 +125,8 @@ async def test_palette_toggles_recency_and_mmr(indexed_vault: Path, config_file:
             await settle(pilot)
             await pilot.press("enter")
             await settle(pilot)
-        assert app.search_options().recency is True
-        assert app.search_options().mmr is False
+        assert app.resolved_search_options().recency is True
+        assert app.resolved_search_options().mmr is False
 
 
 async def test_quitting_stops_the_watcher_and_the_index_update(

@@ -77,9 +77,9 @@ def test_identifier_lookups(query: str, lookup: bool) -> None:
 
 
 def test_an_identifier_lookup_leans_on_exact_words_unless_weights_are_set() -> None:
-    assert leg_weights(None, None, "JIRA-4821") == pytest.approx((0.3, 0.7))
-    assert leg_weights(None, None, "jira ticket") == pytest.approx((0.5, 0.5))
-    assert leg_weights(0.8, None, "JIRA-4821") == pytest.approx((0.8, 0.2))
+    assert leg_weights(None, None, is_identifier_lookup("JIRA-4821")) == pytest.approx((0.3, 0.7))
+    assert leg_weights(None, None, is_identifier_lookup("jira ticket")) == pytest.approx((0.5, 0.5))
+    assert leg_weights(0.8, None, is_identifier_lookup("JIRA-4821")) == pytest.approx((0.8, 0.2))
 
 
 def test_vector_scores_are_rescaled_over_the_candidates() -> None:

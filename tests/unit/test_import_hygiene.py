@@ -28,7 +28,7 @@ def domain_modules() -> list[str]:
 def test_domain_modules_exist() -> None:
     names = domain_modules()
     assert "apus.memory.session" in names and "apus.search.engine" in names
-    assert "apus.index.sync" in names
+    assert "apus.indexing.sync" in names
 
 
 def test_no_domain_module_imports_textual() -> None:

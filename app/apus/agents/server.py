@@ -66,7 +66,13 @@ def build_server(memory: Memory) -> MCPServer:
         "apus",
         title="Apus memory",
         version=__version__,
-        instructions=instructions(memory.status(), writable=memory.settings.memory.write.enabled),
+        # Made now, sent once the lifespan has started the sync: what it says of a first
+        # index (read now, searchable by words as it goes) holds from then on.
+        instructions=instructions(
+            memory.status(),
+            keyword=memory.searcher().keyword_ready(),
+            writable=memory.settings.memory.write.enabled,
+        ),
         lifespan=lifespan,
         log_level="WARNING",
         tools=_tools(memory),
@@ -115,20 +121,33 @@ def _tool(
     return tool
 
 
-def instructions(status: IndexStatus, *, writable: bool = False) -> str:
-    """What a client shows the model: what the vault holds and which tool does what."""
+def instructions(
+    status: IndexStatus, *, keyword: tuple[bool, str] = (True, ""), writable: bool = False
+) -> str:
+    """What a client shows the model: what the vault holds and which tool does what.
+
+    `keyword` is whether keyword search covers every stored note, and why not: only what
+    holds while the text is read goes here (a first index grows its keyword index batch by
+    batch, so search by words works over the notes read so far from its first seconds)."""
     embeddings = status.embeddings
+    ready, why = keyword
+    words = (
+        "search by exact words works" if ready else f"search by exact words is catching up ({why})"
+    )
     meaning = (
         "search by meaning and by exact words is ready"
-        if embeddings.state == "ready"
-        else f"search by exact words works; search by meaning is {embeddings.state}"
-        + (f" ({embeddings.reason})" if embeddings.reason else "")
+        if embeddings.state == "ready" and ready
+        else f"{words}; search by meaning is {embeddings.state}"
+        + (f" ({embeddings.reason})" if embeddings.reason and embeddings.state != "ready" else "")
     )
     held = (
         f"{status.files} notes in {status.chunks} passages"
         if status.indexed
-        else "nothing indexed yet (indexing has started)"
+        else "nothing indexed yet: the notes are being read now, and search by exact words "
+        "covers those read so far (every answer says how far; memory_status tells)"
     )
+    if not status.indexed:
+        meaning = f"search by meaning is {embeddings.state}"
     return (
         f"Apus is the user's long-term memory: the Markdown notes of {status.vault} "
         f"({held}; {meaning}).\n"

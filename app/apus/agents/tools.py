@@ -46,10 +46,12 @@ from apus.index.note_filter import (
 )
 from apus.memory import Memory
 from apus.memory.writer import Entry, Target
-from apus.search.engine import SearchHit, SearchOptions, SearchResponse
+from apus.search.engine import SearchHit, SearchResponse
+from apus.search.options import SearchOptions
 from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
+from apus.search.query import ParsedQuery
 from apus.search.ranking import readable_score
-from apus.search.time_words import ACCEPTED, TimeWordsError, bound, window_in_query
+from apus.search.time_words import ACCEPTED, TimeWordsError, bound
 from apus.vault.transcripts import session_key_of
 
 # The most passages one answer holds (maxResults above it is clamped, and said so).
@@ -165,14 +167,16 @@ class AgentTools:
         return _search_reply(answer, maxChars)
 
     def _search_in_window(
-        self, words: str, options: SearchOptions, window: _Window | None, notices: list[str]
+        self,
+        words: ParsedQuery,
+        options: SearchOptions,
+        window: _Window | None,
+        notices: list[str],
     ) -> SearchResponse:
-        response = self.memory.search(words, options)
-        if not response.hits and window is not None and window.source == "query":
-            # Read from the words, the window is a guess: say it was empty, show the rest.
+        guessed = window is not None and window.source == "query"
+        response, widened = self.memory.search_dated(words, options, guessed=guessed)
+        if widened and window is not None:
             notices.append(f"nothing dated {window.describe()}; these are from any date")
-            filters = replace(options.filters, since=None, until=None)
-            response = self.memory.search(words, replace(options, filters=filters))
         return response
 
     def memory_get(
@@ -480,9 +484,10 @@ class _Window:
 
 def _time_window(
     query: str, since: str | None, until: str | None, today: dt.date
-) -> tuple[_Window | None, str]:
-    """The dates to hold the search to, and the words to search for. Explicit since/until
-    win; without them a time expression in the query is read and taken out of it."""
+) -> tuple[_Window | None, ParsedQuery]:
+    """The dates to hold the search to, and the words to search for, read once. Explicit
+    since/until win; without them a time expression in the query is read and taken out of
+    it."""
     given = {name: text for name, text in (("since", since), ("until", until)) if text}
     if given:
         first = _bound(since, "since", today, end=False)
@@ -493,11 +498,11 @@ def _time_window(
                 "Fix: swap them, or leave one out."
             )
         text = " ".join(f"{name}={value}" for name, value in given.items())
-        return _Window(first, last, text, "arguments"), query
-    found = window_in_query(query, today=today)
-    if found is None:
-        return None, query
-    window, words = found
+        return _Window(first, last, text, "arguments"), ParsedQuery.parse(query)
+    words = ParsedQuery.dated(query, today=today)
+    window = words.window
+    if window is None:
+        return None, words
     return _Window(window.since, window.until, window.text, "query"), words
 
 

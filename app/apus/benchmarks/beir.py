@@ -19,7 +19,8 @@ from apus import paths
 from apus.benchmarks.textbook_bm25 import TextbookBm25
 from apus.config import Settings, load_settings
 from apus.errors import ConfigError
-from apus.search.engine import Searcher, SearchOptions
+from apus.search.engine import Searcher
+from apus.search.options import SearchOptions
 from apus.search.vector_leg import VectorAvailability, VectorLeg
 
 Split = Literal["all", "odd", "even"]

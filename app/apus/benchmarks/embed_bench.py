@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from apus.config import load_settings
-from apus.index.progress import SyncProgress
+from apus.indexing.progress import SyncProgress
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ class _Pipeline:
 
     def texts(self) -> list[str]:
         from apus.index.store import Store
-        from apus.index.vectors import _title_for_prefix
+        from apus.indexing.embedding import _title_for_prefix
 
         store = Store(self.index_dir, readonly=True)
         try:

@@ -25,7 +25,8 @@ from apus.benchmarks.textbook_bm25 import TextbookBm25
 from apus.config import Settings
 from apus.errors import ConfigError
 from apus.index.note_filter import NoteFilter
-from apus.search.engine import Searcher, SearchHit, SearchOptions
+from apus.search.engine import Searcher, SearchHit
+from apus.search.options import SearchOptions
 
 Layout = Literal["notes", "transcripts"]
 # The literature scores categories 1-4; 5 (adversarial: no answer in the conversation) apart.

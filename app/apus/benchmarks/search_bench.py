@@ -22,7 +22,8 @@ from apus.benchmarks.measure import peak_rss_mb, percentile
 from apus.config import Settings, load_settings
 from apus.index.store import Store
 from apus.index.vectors import nearest
-from apus.search.engine import Searcher, SearchOptions, SearchResponse
+from apus.search.engine import Searcher, SearchResponse
+from apus.search.options import SearchOptions
 from apus.search.vector_leg import VectorAvailability
 
 if TYPE_CHECKING:

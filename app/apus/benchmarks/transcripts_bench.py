@@ -13,7 +13,7 @@ from pathlib import Path
 from apus.benchmarks.measure import peak_rss_mb, percentile
 from apus.config import Settings, load_settings
 from apus.index.store import Store
-from apus.index.transcripts import sync_transcripts
+from apus.indexing.transcripts import sync_transcripts
 from apus.memory import Memory
 
 # Agents the generated sessions are spread over, and a Zipf-like vocabulary: a few words are

@@ -14,7 +14,7 @@ from apus.benchmarks.measure import peak_rss_mb
 
 def _apus_index(vault: Path, index_dir: Path) -> dict[str, float]:
     from apus.config import load_settings
-    from apus.index.sync import Indexer
+    from apus.indexing.sync import Indexer
 
     settings = load_settings(
         overrides={

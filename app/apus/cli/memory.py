@@ -16,12 +16,15 @@ import click
 from apus.cli.context import current_source, run_guarded
 
 if TYPE_CHECKING:
+    from apus.cli.search_context import SearchContext
     from apus.config import Settings
     from apus.index.note_filter import NoteFilter
-    from apus.index.sync import SyncReport
+    from apus.indexing.sync import SyncReport
     from apus.memory import Memory
     from apus.memory.writer import Target
-    from apus.search.engine import Mode, SearchResponse
+    from apus.search.engine import SearchResponse
+    from apus.search.options import Mode
+    from apus.search.query import ParsedQuery
 
 # `memory index` exit status when the notes were indexed but embeddings the settings ask for
 # could not be made (failed mid-run, provider unavailable, or paused by a model change).
@@ -263,6 +266,13 @@ def _filters(
     metavar="N",
     help="At most N passages of one note (touching ones merged into one).",
 )
+@click.option(
+    "--time-words/--no-time-words",
+    default=True,
+    show_default=True,
+    help="Read a time in the query ('what did I decide last week') as dates, when no "
+    "--since/--until is given.",
+)
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
 def search(
@@ -277,57 +287,83 @@ def search(
     agent: str | None,
     session: str | None,
     per_note: int | None,
+    time_words: bool,
     explain: bool,
     as_json: bool,
 ) -> None:
     """Search the notes for QUERY (by meaning and by exact words).
 
     Filters narrow the search before ranking, so matches are found however they rank
-    against the rest of the vault. Transcripts (--corpus sessions or all) are searched
-    only when they are indexed, and only those `tools.sessions.visibility` lets the asker
-    (--agent, --session) see.
+    against the rest of the vault. A time in the query ("what did I decide last week") is
+    read as dates unless --since/--until is given; when nothing is dated then, the notes of
+    any date are searched (and stderr says so). While the notes are still being read (a
+    first index), stderr says how far; --json carries it as `indexing`. Transcripts
+    (--corpus sessions or all) are searched only when they are indexed, and only those
+    `tools.sessions.visibility` lets the asker (--agent, --session) see.
     """
 
     def body() -> None:
         from dataclasses import replace
 
+        from apus.cli.search_context import SearchContext
         from apus.index.note_filter import CORPUS_SOURCES, Asker, SessionScope
-        from apus.search.engine import SearchOptions
+        from apus.search.options import SearchOptions
+        from apus.search.per_note import limit_per_note
 
+        words = _parsed(" ".join(query), dated=time_words and since is None and until is None)
+        window = words.window
         filters = replace(
-            _filters(paths, since, until, tags),
+            _filters(
+                paths,
+                since if window is None else window.since,
+                until if window is None else window.until,
+                tags,
+            ),
             sources=CORPUS_SOURCES[corpus],
             scope=SessionScope(asker=Asker(agent, session)),
         )
-        from apus.search.per_note import limit_per_note
-
         with _open() as memory:
             shown = limit or memory.settings.search.query.max_results
             # With --per-note, more passages are asked for than shown: a note's extra ones
             # give way to other notes.
             fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
             options = SearchOptions(mode=mode, limit=fetch, filters=filters)
-            response = memory.search(" ".join(query), options)
+            response, widened = memory.search_dated(words, options, guessed=window is not None)
+            reading = memory.reading()
         if per_note is not None:
             response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
-        _show(response, explain=explain, as_json=as_json)
+        context = SearchContext(window, widened, reading)
+        _show(response, context, explain=explain, as_json=as_json)
 
     run_guarded(body)
 
 
-def _show(response: SearchResponse, *, explain: bool, as_json: bool) -> None:
+def _parsed(words: str, *, dated: bool) -> ParsedQuery:
+    """The query, read once; with `dated`, a time in it becomes the dates to search."""
+    from apus.search.query import ParsedQuery
+    from apus.search.time_words import today
+
+    return ParsedQuery.dated(words, today=today()) if dated else ParsedQuery.parse(words)
+
+
+def _show(
+    response: SearchResponse, context: SearchContext, *, explain: bool, as_json: bool
+) -> None:
     if as_json:
         _json(
             {
                 "query": response.query,
                 "mode": response.mode,
                 "legs": {name: asdict(leg) for name, leg in response.legs.items()},
+                **context.as_json(),
                 "results": [_hit_json(hit, explain) for hit in response.hits],
             }
         )
         return
     from apus.cli.render import print_hits
 
+    for notice in context.notices():
+        click.echo(notice, err=True)
     print_hits(response, explain=explain)
 
 

@@ -15,7 +15,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from apus.index.progress import SyncProgress
+from apus.indexing.progress import SyncProgress
 
 
 class SyncProgressBar:

@@ -23,7 +23,8 @@ from whoosh.searching import Searcher
 
 from apus.index.bm25 import Bm25Params, SegmentCache, Statistics, collect_statistics, top_scores
 from apus.index.fileswap import exchange
-from apus.index.store import ChunkRecord, IndexWriteError, Store
+from apus.index.sqlite import IndexWriteError
+from apus.index.store import ChunkRecord, Store
 from apus.vault.text import ANALYZER_VERSION, keyword_term, tokenize
 
 STAMP_FILE = "apus-stamp.json"

@@ -13,7 +13,8 @@ from apus.embed.base import EmbeddingIdentity, ProbeResult
 from apus.index.keyword import KeywordIndex
 from apus.index.last_sync import LastSync, read_last_sync
 from apus.index.note_problems import NoteProblem, load_problems
-from apus.index.store import SetAside, Store, TranscriptSummary
+from apus.index.store import SetAside, Store
+from apus.index.transcript_store import TranscriptStore, TranscriptSummary
 from apus.vault import transcripts as tx
 from apus.vault.scan import SkippedFile
 
@@ -198,7 +199,7 @@ def collect_status(
         files, chunks = store.counts()
         if store.has_transcripts():
             # `files` and `chunks` are the notes'; transcripts are counted apart.
-            summary = store.transcript_summary()
+            summary = TranscriptStore(store).summary()
             files, chunks = files - summary.files, chunks - summary.chunks
             base["sessions"] = SessionsStatus(base["sessions"].enabled, summary)
         skipped = tuple(SkippedFile(p, r) for p, r in store.skipped())

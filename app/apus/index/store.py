@@ -1,24 +1,35 @@
-"""The SQLite store: files, chunks, skipped files, embedding cache and meta (WAL, migrations)."""
+"""The SQLite store: files, chunks, skipped files, embedding cache and meta (WAL, migrations).
+
+Its connection translates SQLite's errors (`apus.index.sqlite`); the transcripts kept in the
+same database are read and written by `apus.index.transcript_store` on that connection.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 from apus.errors import ApusError, IndexCorruptError
-from apus.index.note_filter import NoteFilter, SessionScope
+from apus.index.note_filter import NoteFilter
+from apus.index.sqlite import (
+    REBUILD_FIX,
+    Connection,
+    IndexWriteError,
+    connect,
+    damage_reason,
+    move_aside,
+    raise_for_user,
+)
 from apus.vault.chunk import Chunk
-from apus.vault.transcripts import LineCounts, Message, ReadPosition
 
 SCHEMA_VERSION = 3
 # Values bound per `IN (...)` query: well under SQLite's default limit of 999 parameters.
@@ -132,129 +143,10 @@ _MIGRATIONS: tuple[str, ...] = (
 )
 
 
-_REBUILD_FIX = (
-    "apus memory index --force  (moves the damaged file aside and rebuilds the index "
-    "from your notes)"
-)
 # What a store's `set_aside` meta records: where the damaged database went, and why.
 _SET_ASIDE_KEY = "store.set_aside"
 _EMBED_FAILURE_KEY = "embed.failure"  # why the last sync's embedding stopped short
 _HIGHEST_CHUNK_KEY = "chunks.highest_id"
-
-
-class IndexWriteError(ApusError):
-    """The index could not be written: a full disk, an I/O error, a read-only folder."""
-
-
-def _user_error(exc: sqlite3.Error, path: Path) -> ApusError | None:
-    """The ApusError that says what an SQLite error means for the user; None for the
-    errors that are the code's own (a wrong query), which stay tracebacks."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    primary = None if code is None else code & 0xFF  # extended codes keep it in the low byte
-    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-        return IndexCorruptError(f"The index database {path} is damaged ({exc}).", _REBUILD_FIX)
-    if primary == sqlite3.SQLITE_FULL:
-        return IndexWriteError(
-            f"The disk holding the index {path.parent} is full.",
-            "free some space on it, then run the same command again (what was indexed is kept)",
-        )
-    if primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
-        return IndexWriteError(
-            f"The index database {path} cannot be read or written ({exc}).",
-            f"check that {path.parent} is a folder you can write to on a working disk",
-        )
-    return None
-
-
-def _raise_for_user(exc: sqlite3.Error, path: Path) -> NoReturn:
-    error = _user_error(exc, path)
-    if error is None:
-        raise exc
-    raise error from exc
-
-
-class _Cursor(sqlite3.Cursor):
-    """A cursor whose damaged-file, full-disk and I/O errors are ApusErrors: a damaged page
-    can be met by any query, and rows are read lazily, so every entry point translates."""
-
-    connection: _Connection
-
-    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
-        try:
-            return super().execute(sql, parameters)
-        except sqlite3.Error as exc:
-            _raise_for_user(exc, self.connection.store_path)
-
-    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _Cursor:
-        try:
-            return super().executemany(sql, seq_of_parameters)
-        except sqlite3.Error as exc:
-            _raise_for_user(exc, self.connection.store_path)
-
-    def executescript(self, sql_script: str, /) -> _Cursor:
-        try:
-            super().executescript(sql_script)  # returns this cursor, typed as a plain one
-        except sqlite3.Error as exc:
-            _raise_for_user(exc, self.connection.store_path)
-        return self
-
-    def fetchone(self) -> Any:
-        try:
-            return super().fetchone()
-        except sqlite3.Error as exc:
-            _raise_for_user(exc, self.connection.store_path)
-
-    def fetchall(self) -> list[Any]:
-        try:
-            return super().fetchall()
-        except sqlite3.Error as exc:
-            _raise_for_user(exc, self.connection.store_path)
-
-    def __next__(self) -> Any:
-        try:
-            return super().__next__()
-        except sqlite3.Error as exc:
-            _raise_for_user(exc, self.connection.store_path)
-
-
-class _Connection(sqlite3.Connection):
-    """sqlite3.Connection with _Cursor everywhere (its shortcuts and commit included)."""
-
-    store_path: Path
-
-    def cursor(self, factory: Any = _Cursor) -> Any:
-        return super().cursor(factory)
-
-    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
-        return _Cursor(self).execute(sql, parameters)
-
-    def executemany(self, sql: str, parameters: Any, /) -> _Cursor:
-        return _Cursor(self).executemany(sql, parameters)
-
-    def executescript(self, sql_script: str, /) -> _Cursor:
-        return _Cursor(self).executescript(sql_script)
-
-    def commit(self) -> None:
-        try:
-            super().commit()
-        except sqlite3.Error as exc:
-            _raise_for_user(exc, self.store_path)
-
-    def __exit__(self, *exc_info: Any) -> Any:
-        try:
-            return super().__exit__(*exc_info)
-        except sqlite3.Error as exc:
-            _raise_for_user(exc, self.store_path)
-
-
-def _connect(path: Path, *, readonly: bool) -> _Connection:
-    if readonly:
-        uri = f"{path.resolve().as_uri()}?mode=ro"
-        db = sqlite3.connect(uri, uri=True, check_same_thread=False, factory=_Connection)
-    else:
-        db = sqlite3.connect(path, check_same_thread=False, factory=_Connection)
-    db.store_path = path
-    return db
 
 
 @dataclass(frozen=True)
@@ -316,112 +208,6 @@ class NewFile:
     source: str = "memory"
 
 
-@dataclass(frozen=True)
-class TranscriptRecord:
-    """What a read of a transcript found out about it, besides its messages."""
-
-    session_key: str
-    agent: str
-    parent_key: str | None
-    location: str  # the JSONL file
-    started: str
-    last_activity: str
-    position: ReadPosition
-    tail_check: str
-    skipped: LineCounts  # lines skipped in the whole file so far
-
-
-@dataclass(frozen=True)
-class TranscriptTouch:
-    """The files-row facts of a transcript: its size and time, title, and the day of its last
-    activity (recency decay and date filters)."""
-
-    size: int
-    mtime_ns: int
-    title: str
-    day: str | None
-
-
-@dataclass(frozen=True)
-class NewTranscript:
-    file: NewFile
-    record: TranscriptRecord
-    messages: Sequence[Message]
-
-
-@dataclass(frozen=True)
-class TranscriptAppend:
-    file_id: int
-    first_ordinal: int  # chunks from this one on are replaced by `chunks`
-    chunks: Sequence[Chunk]
-    first_seq: int  # position of the first new message on the active branch
-    messages: Sequence[Message]
-    record: TranscriptRecord
-    touch: TranscriptTouch
-
-
-@dataclass(frozen=True)
-class TranscriptState:
-    """An indexed transcript as the next sync compares it with the file."""
-
-    file_id: int
-    session_key: str
-    size: int
-    mtime_ns: int
-    chunking: str
-    title: str
-    last_activity: str
-    position: ReadPosition
-    tail_check: str
-    messages: int
-    skipped: LineCounts
-
-
-@dataclass(frozen=True)
-class TranscriptInfo:
-    file_id: int
-    session_key: str
-    agent: str
-    parent_key: str | None
-    started: str
-    last_activity: str
-    messages: int
-
-
-@dataclass(frozen=True)
-class StoredMessage:
-    seq: int  # position on the active branch, from 0
-    line: int
-    timestamp: str
-    role: str
-    text: str
-
-
-@dataclass(frozen=True)
-class TranscriptHit:
-    session_key: str
-    timestamp: str
-    role: str
-    excerpt: str
-    line: int
-    seq: int
-
-
-@dataclass(frozen=True)
-class TranscriptSkips:
-    session_key: str
-    location: str
-    lines: LineCounts
-
-
-@dataclass(frozen=True)
-class TranscriptSummary:
-    files: int
-    messages: int
-    chunks: int
-    skipped: tuple[TranscriptSkips, ...]  # only transcripts with skipped lines
-
-
 class Store:
     """Owns one vault's SQLite database. Not shared between threads: open one per thread."""
 
@@ -436,7 +222,7 @@ class Store:
             except OSError as exc:
                 raise _folder_error(index_dir, exc) from exc
         try:
-            self._db = _connect(self.path, readonly=readonly)
+            self._db = connect(self.path, readonly=readonly)
             self._db.execute("PRAGMA busy_timeout = 10000")
             if not readonly:
                 self._db.execute("PRAGMA journal_mode = WAL")
@@ -453,7 +239,7 @@ class Store:
                     )
         except sqlite3.DatabaseError as exc:  # what the cursors leave as it is (a lock)
             raise IndexCorruptError(
-                f"The index database {self.path} cannot be read ({exc}).", fix=_REBUILD_FIX
+                f"The index database {self.path} cannot be read ({exc}).", fix=REBUILD_FIX
             ) from exc
 
     @classmethod
@@ -477,6 +263,16 @@ class Store:
     def close(self) -> None:
         self._db.close()
 
+    @property
+    def connection(self) -> Connection:
+        """The store's connection, for the records kept in modules of their own (transcripts):
+        their writes join this store's transactions."""
+        return self._db
+
+    def has_transcripts(self) -> bool:
+        """Whether the schema holds transcripts (a store not yet upgraded by a sync does not)."""
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0]) >= 3
+
     # -- damage -------------------------------------------------------------------------
 
     @classmethod
@@ -492,10 +288,10 @@ class Store:
         path = index_dir / cls.FILENAME
         if not path.is_file():
             return None
-        reason = _damage(path, thorough=thorough)
+        reason = damage_reason(path, thorough=thorough)
         if reason is None:
             return None
-        moved = SetAside(_move_aside(path), reason)
+        moved = SetAside(move_aside(path), reason)
         fresh = cls(index_dir)
         try:
             with fresh.transaction():
@@ -515,7 +311,7 @@ class Store:
     def damage(cls, index_dir: Path) -> str | None:
         """Why the database is damaged (`PRAGMA quick_check` included), or None; moves nothing."""
         path = index_dir / cls.FILENAME
-        return _damage(path, thorough=True) if path.is_file() else None
+        return damage_reason(path, thorough=True) if path.is_file() else None
 
     def set_aside(self) -> SetAside | None:
         """The damaged database this store replaced, if it replaced one."""
@@ -572,7 +368,7 @@ class Store:
         try:
             source._db.backup(self._db)
         except sqlite3.Error as exc:
-            _raise_for_user(exc, self.path)
+            raise_for_user(exc, self.path)
         # The copy sits in the WAL until a checkpoint: fold it into the file, shrink the WAL.
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
@@ -678,25 +474,22 @@ class Store:
 
     # -- files and chunks ---------------------------------------------------------------
 
+    _FILE_SELECT = (
+        "SELECT id, path, size, mtime_ns, sha256, title, note_date, importance, triggers, "
+        "chunking FROM files"
+    )
+
     def files(self, source: str | None = None) -> dict[str, FileRecord]:
         """Every indexed file by path, or those of one source ("memory": the notes)."""
-        query = (
-            "SELECT id, path, size, mtime_ns, sha256, title, note_date, importance, triggers, "
-            "chunking FROM files"
-        )
         rows = (
-            self._db.execute(query)
+            self._db.execute(self._FILE_SELECT)
             if source is None
-            else self._db.execute(query + " WHERE source = ?", (source,))
+            else self._db.execute(self._FILE_SELECT + " WHERE source = ?", (source,))
         )
         return {row[1]: _file_record(row) for row in rows}
 
     def file_by_path(self, path: str) -> FileRecord | None:
-        row = self._db.execute(
-            "SELECT id, path, size, mtime_ns, sha256, title, note_date, importance, triggers, "
-            "chunking FROM files WHERE path = ?",
-            (path,),
-        ).fetchone()
+        row = self._db.execute(self._FILE_SELECT + " WHERE path = ?", (path,)).fetchone()
         return _file_record(row) if row else None
 
     def add_file(
@@ -730,10 +523,20 @@ class Store:
             ),
         )
         file_id = int(cursor.lastrowid or 0)
+        return file_id, self.insert_chunks(file_id, new.chunks, reuse_ids)
+
+    def insert_chunks(
+        self,
+        file_id: int,
+        chunks: Iterable[Chunk],
+        reuse_ids: Sequence[int | None] | None = None,
+    ) -> list[int]:
+        """Insert a file's chunks (iterated once, so they may be made while written); returns
+        their ids: `reuse_ids`' where given (see `add_file`), else ids never given before."""
         chunk_ids: list[int] = []
         next_id = self._next_chunk_id()
         fresh = 0
-        for index, chunk in enumerate(new.chunks):
+        for index, chunk in enumerate(chunks):
             chunk_id = reuse_ids[index] if reuse_ids is not None else None
             if chunk_id is None:
                 chunk_id = next_id + fresh
@@ -755,7 +558,7 @@ class Store:
             chunk_ids.append(int(cur.lastrowid or 0))
         if fresh:
             self.set_meta(_HIGHEST_CHUNK_KEY, str(next_id + fresh - 1))
-        return file_id, chunk_ids
+        return chunk_ids
 
     def _next_chunk_id(self) -> int:
         """Chunk ids are never given twice: SQLite would hand out the ids of the highest
@@ -857,6 +660,9 @@ class Store:
 
     def replace_skipped(self, skipped: Iterable[tuple[str, str]]) -> None:
         self._db.execute("DELETE FROM skipped")
+        self.add_skipped(skipped)
+
+    def add_skipped(self, skipped: Iterable[tuple[str, str]]) -> None:
         self._db.executemany("INSERT OR REPLACE INTO skipped(path, reason) VALUES (?, ?)", skipped)
 
     def skipped(self) -> list[tuple[str, str]]:
@@ -944,238 +750,6 @@ class Store:
     def cache_size(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0])
 
-    # -- transcripts ----------------------------------------------------------------------
-    # Agent session transcripts: `files` rows of source 'sessions' (their chunks are searched
-    # like notes), their `transcripts` rows, and their active-branch messages with the FTS5
-    # index `transcript_text` (kept by triggers). Deleting the `files` row deletes the rest.
-
-    def has_transcripts(self) -> bool:
-        """Whether the schema holds transcripts (a store not yet upgraded by a sync does not)."""
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0]) >= 3
-
-    def transcript_states(self) -> dict[str, TranscriptState]:
-        rows = self._db.execute(
-            "SELECT t.file_id, t.session_key, f.size, f.mtime_ns, f.chunking, f.title, "
-            "t.last_activity, t.read_bytes, t.read_lines, t.last_entry, t.tip, t.frontier, "
-            "t.tail_check, t.messages, t.malformed, t.unknown, t.oversized "
-            "FROM transcripts t JOIN files f ON f.id = t.file_id"
-        )
-        states = {}
-        for row in rows:
-            position = ReadPosition(row[7], row[8], row[9], row[10], tuple(json.loads(row[11])))
-            file_id, session_key, size, mtime_ns, chunking, title, last_activity = row[:7]
-            states[session_key] = TranscriptState(
-                file_id,
-                session_key,
-                size,
-                mtime_ns,
-                chunking,
-                title,
-                last_activity,
-                position,
-                row[12],
-                row[13],
-                LineCounts(*row[14:17]),
-            )
-        return states
-
-    def add_transcript(self, new: NewTranscript) -> int:
-        """Insert (or replace) a transcript read from its start; returns its file id."""
-        file_id, _chunk_ids = self.add_file(new.file)
-        record = new.record
-        self._db.execute(
-            "INSERT INTO transcripts(file_id, session_key, agent_id, parent_key, location, "
-            "started) VALUES (?,?,?,?,?,?)",
-            (
-                file_id,
-                record.session_key,
-                record.agent,
-                record.parent_key,
-                record.location,
-                record.started,
-            ),
-        )
-        self._record_read(file_id, record, len(new.messages))
-        self._insert_messages(file_id, 0, new.messages)
-        return file_id
-
-    def append_transcript(self, append: TranscriptAppend) -> None:
-        """Replace a transcript's chunks from `first_ordinal` on and add the messages read
-        since the last sync (the tail); everything before stays as it is."""
-        file_id = append.file_id
-        self._db.execute(
-            "DELETE FROM chunks WHERE file_id = ? AND ordinal >= ?", (file_id, append.first_ordinal)
-        )
-        self._insert_chunks(file_id, append.chunks)
-        self._insert_messages(file_id, append.first_seq, append.messages)
-        self.touch_transcript(file_id, append.touch)
-        self._record_read(file_id, append.record, append.first_seq + len(append.messages))
-
-    def touch_transcript(self, file_id: int, touch: TranscriptTouch) -> None:
-        """What the files row says of a transcript whose read moved on."""
-        self._db.execute(
-            "UPDATE files SET size = ?, mtime_ns = ?, title = ?, note_date = ?, dated = ? "
-            "WHERE id = ?",
-            (touch.size, touch.mtime_ns, touch.title, touch.day, touch.day, file_id),
-        )
-
-    def record_transcript_read(self, file_id: int, record: TranscriptRecord) -> None:
-        """A read that found no new message: only how far it got changes."""
-        messages = self._db.execute(
-            "SELECT messages FROM transcripts WHERE file_id = ?", (file_id,)
-        ).fetchone()[0]
-        self._record_read(file_id, record, int(messages))
-
-    def _record_read(self, file_id: int, record: TranscriptRecord, messages: int) -> None:
-        position = record.position
-        self._db.execute(
-            "UPDATE transcripts SET last_activity = ?, read_bytes = ?, "
-            "read_lines = ?, tail_check = ?, last_entry = ?, tip = ?, frontier = ?, "
-            "messages = ?, malformed = ?, unknown = ?, oversized = ? WHERE file_id = ?",
-            (
-                record.last_activity,
-                position.offset,
-                position.lines,
-                record.tail_check,
-                position.last_entry,
-                position.tip,
-                json.dumps(list(position.frontier)),
-                messages,
-                record.skipped.malformed,
-                record.skipped.unknown,
-                record.skipped.oversized,
-                file_id,
-            ),
-        )
-
-    def _insert_chunks(self, file_id: int, chunks: Sequence[Chunk]) -> None:
-        next_id = self._next_chunk_id()
-        self._db.executemany(
-            "INSERT INTO chunks(id, file_id, ordinal, start_line, end_line, heading, text, "
-            "tokens) VALUES (?,?,?,?,?,?,?,?)",
-            [
-                (
-                    next_id + offset,
-                    file_id,
-                    chunk.ordinal,
-                    chunk.start_line,
-                    chunk.end_line,
-                    " > ".join(chunk.heading_path),
-                    chunk.text,
-                    chunk.tokens,
-                )
-                for offset, chunk in enumerate(chunks)
-            ],
-        )
-        if chunks:
-            self.set_meta(_HIGHEST_CHUNK_KEY, str(next_id + len(chunks) - 1))
-
-    def _insert_messages(self, file_id: int, first_seq: int, messages: Sequence[Message]) -> None:
-        self._db.executemany(
-            "INSERT INTO transcript_messages(file_id, seq, line, timestamp, role, text) "
-            "VALUES (?,?,?,?,?,?)",
-            [
-                (file_id, first_seq + offset, m.line, m.timestamp, m.role, m.text)
-                for offset, m in enumerate(messages)
-            ],
-        )
-
-    def transcript_chunk_lines(self, file_id: int) -> list[tuple[int, int, int]]:
-        """(ordinal, start line, end line) of a transcript's chunks, in order."""
-        rows = self._db.execute(
-            "SELECT ordinal, start_line, end_line FROM chunks WHERE file_id = ? ORDER BY ordinal",
-            (file_id,),
-        )
-        return [(int(a), int(b), int(c)) for a, b, c in rows]
-
-    def transcript_messages_from_line(self, file_id: int, line: int) -> list[Message]:
-        rows = self._db.execute(
-            "SELECT line, timestamp, role, text FROM transcript_messages "
-            "WHERE file_id = ? AND line >= ? ORDER BY seq",
-            (file_id, line),
-        )
-        return [Message("", int(n), str(ts), str(role), str(text)) for n, ts, role, text in rows]
-
-    def transcript_file_ids(self) -> list[int]:
-        rows = self._db.execute("SELECT id FROM files WHERE source = 'sessions'")
-        return [int(row[0]) for row in rows]
-
-    def add_skipped(self, skipped: Iterable[tuple[str, str]]) -> None:
-        self._db.executemany("INSERT OR REPLACE INTO skipped(path, reason) VALUES (?, ?)", skipped)
-
-    def transcript_summary(self) -> TranscriptSummary:
-        files, messages, chunks = self._db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(messages), 0), "
-            "(SELECT COUNT(*) FROM chunks c JOIN files f ON f.id = c.file_id "
-            "WHERE f.source = 'sessions') FROM transcripts"
-        ).fetchone()
-        rows = self._db.execute(
-            "SELECT session_key, location, malformed, unknown, oversized FROM transcripts "
-            "WHERE malformed + unknown + oversized > 0 ORDER BY session_key"
-        )
-        skipped = tuple(
-            TranscriptSkips(str(key), str(location), LineCounts(int(a), int(b), int(c)))
-            for key, location, a, b, c in rows
-        )
-        return TranscriptSummary(int(files), int(messages), int(chunks), skipped)
-
-    def find_transcript(self, session_key: str, scope: SessionScope) -> TranscriptInfo | None:
-        """The transcript with this key if `scope` sees it (an unseen one is not there)."""
-        visible, params = scope.visible_files()
-        row = self._db.execute(
-            "SELECT file_id, session_key, agent_id, parent_key, started, last_activity, "
-            f"messages FROM transcripts WHERE session_key = ? AND file_id IN ({visible})",
-            [session_key, *params],
-        ).fetchone()
-        return None if row is None else TranscriptInfo(*row)
-
-    def transcript_messages(self, file_id: int, first_seq: int, limit: int) -> list[StoredMessage]:
-        rows = self._db.execute(
-            "SELECT seq, line, timestamp, role, text FROM transcript_messages "
-            "WHERE file_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
-            (file_id, first_seq, limit),
-        )
-        return [StoredMessage(*row) for row in rows]
-
-    def transcript_seq_at(self, file_id: int, *, timestamp: str = "", line: int = 0) -> int:
-        """The position of the message nearest `timestamp`, or the first at or after `line`
-        (the last message when none is)."""
-        if timestamp:
-            row = self._db.execute(
-                "SELECT seq FROM transcript_messages WHERE file_id = ? AND timestamp != '' "
-                "ORDER BY abs(julianday(timestamp) - julianday(?)), seq LIMIT 1",
-                (file_id, timestamp),
-            ).fetchone()
-        else:
-            row = self._db.execute(
-                "SELECT seq FROM transcript_messages WHERE file_id = ? AND line >= ? "
-                "ORDER BY seq LIMIT 1",
-                (file_id, line),
-            ).fetchone()
-        if row is None:
-            row = self._db.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM transcript_messages WHERE file_id = ?",
-                (file_id,),
-            ).fetchone()
-        return int(row[0])
-
-    def search_transcripts(
-        self, match: str, scope: SessionScope, limit: int
-    ) -> list[TranscriptHit]:
-        """Messages matching an FTS5 query among the transcripts `scope` sees: best match
-        first, the newest first among equals."""
-        visible, params = scope.visible_files()
-        rows = self._db.execute(
-            "SELECT t.session_key, m.timestamp, m.role, "
-            "snippet(transcript_text, 0, '', '', '…', 24), m.line, m.seq "
-            "FROM transcript_text JOIN transcript_messages m ON m.id = transcript_text.rowid "
-            "JOIN transcripts t ON t.file_id = m.file_id "
-            f"WHERE transcript_text MATCH ? AND m.file_id IN ({visible}) "
-            "ORDER BY transcript_text.rank, m.timestamp DESC, m.id DESC LIMIT ?",
-            [match, *params, limit],
-        )
-        return [TranscriptHit(*row) for row in rows]
-
 
 def _file_record(row: Sequence[Any]) -> FileRecord:
     """The file of a `files` row, as sqlite3 returns it (its values untyped)."""
@@ -1191,53 +765,6 @@ def _file_record(row: Sequence[Any]) -> FileRecord:
         triggers=tuple(json.loads(str(row[8]))),
         chunking=str(row[9]),
     )
-
-
-def _damage(path: Path, *, thorough: bool) -> str | None:
-    """Why the database at `path` is damaged, or None when it reads (or fails otherwise:
-    a locked or unreadable file is not damage, and opening it reports that)."""
-    try:
-        db = sqlite3.connect(path)
-    except sqlite3.Error:
-        return None
-    try:
-        db.execute("PRAGMA busy_timeout = 10000")
-        db.execute("PRAGMA user_version").fetchone()
-        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        if not thorough:
-            return None
-        problems = [str(row[0]) for row in db.execute("PRAGMA quick_check")]
-    except sqlite3.DatabaseError as exc:
-        return str(exc) if _is_damage(exc) else None
-    finally:
-        db.close()
-    if problems == ["ok"]:
-        return None
-    return f"quick_check: {problems[0]}" + (
-        f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-    )
-
-
-def _is_damage(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-
-
-def _move_aside(path: Path) -> Path:
-    """Rename the database to `<name>.damaged-<time>` (its -wal/-shm alongside, first: a
-    journal left behind would be replayed into the fresh database)."""
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    target = path.with_name(f"{path.name}.damaged-{stamp}")
-    counter = 1
-    while target.exists():
-        target = path.with_name(f"{path.name}.damaged-{stamp}.{counter}")
-        counter += 1
-    for suffix in ("-wal", "-shm"):
-        companion = path.with_name(path.name + suffix)
-        if companion.exists():
-            os.replace(companion, target.with_name(target.name + suffix))
-    os.replace(path, target)
-    return target
 
 
 def _folder_error(index_dir: Path, exc: OSError) -> ApusError:

@@ -1,14 +1,15 @@
-"""The FAISS vector index (derived from the store's embedding cache) and the embedding stage."""
+"""The FAISS vector index as searches read it: the file checked against its stamp, nearest
+neighbours, and the cache key a vector is kept under.
+
+The file is derived from the store's embedding cache and written only by a sync
+(`apus.indexing.vectors.VectorWriter`); a file that does not match its stamp is never served.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import random
 import threading
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -16,14 +17,8 @@ from typing import Any, Literal
 import faiss
 import numpy as np
 
-from apus.embed.base import Embedder, EmbeddingIdentity
+from apus.embed.base import EmbeddingIdentity
 from apus.errors import ApusError
-from apus.index.media import embed_media_chunks, split_media
-from apus.index.store import Store
-
-# Chunks per checkpoint: each batch is embedded, cached and committed before the next, so a
-# killed run resumes where it stopped. The embedder packs requests by tokens on its own.
-EMBED_BATCH_CHUNKS = 16
 
 
 def cache_key(identity: EmbeddingIdentity, text_sent: str) -> str:
@@ -59,9 +54,6 @@ def nearest(
 
 HealthState = Literal["ok", "rebuilt", "missing", "damaged"]
 _REBUILD_FIX = "apus memory index  (rebuilds it from the vectors kept in the index database)"
-# Vectors compared with the store on each refresh: cheap, and over many syncs they catch a
-# file that matches its stamp but not the store (vectors replaced under the same chunk ids).
-_SAMPLE = 8
 
 
 @dataclass(frozen=True)
@@ -112,7 +104,6 @@ class VectorIndex:
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
         self._loaded_signature: tuple[object, ...] | None = None
-        self.last_refresh = VectorHealth("ok")  # what the latest refresh() found and did
 
     def stamp(self) -> dict[str, Any] | None:
         try:
@@ -171,79 +162,6 @@ class VectorIndex:
             reason = f"vectors.faiss holds {index.ntotal} vectors, its stamp says {expected}"
             return _Loaded(None, VectorHealth("damaged", reason))
         return _Loaded(index, VectorHealth("ok"))
-
-    def refresh(self, store: Store, identity: EmbeddingIdentity) -> int:
-        """Bring the FAISS file in line with the store's vectors for `identity`; return count.
-
-        A file that is missing, damaged, built from another store, or whose vectors differ
-        from the store's is rebuilt from the store; `last_refresh` says so and why.
-        """
-        key = identity.key()
-        loaded = self._load(key)
-        index = loaded.index
-        problem = "" if loaded.health.usable or not loaded.built else loaded.health.reason
-        stamp = self.stamp() or {}
-        if index is not None and not stamp.get("sha256"):
-            index, problem = None, "it was written by an older Apus, without a checksum"
-        elif index is not None and stamp.get("store_id") != store.store_id():
-            index, problem = None, "it was built from another index database"
-        elif index is not None and index.d != identity.dims:
-            problem = f"it has {index.d} dimensions, the model {identity.dims}"
-            index = None
-        wanted = store.vector_chunk_ids(key)
-        changed = index is None or stamp.get("identity") != key
-        if index is not None:
-            changed |= self._update(index, store, key, wanted)
-            problem = _content_problem(index, store, key, wanted)
-            if problem:
-                index = None
-        if index is None:
-            index = self._build(store, identity, wanted)
-            changed = True
-        self.last_refresh = VectorHealth("rebuilt", problem) if problem else VectorHealth("ok")
-        if changed:
-            self._write(index, key, store.store_id(), repaired=problem)
-        return int(index.ntotal)
-
-    @staticmethod
-    def _update(index: faiss.IndexIDMap, store: Store, key: str, wanted: set[int]) -> bool:
-        """Remove vectors of chunks gone, add those of new chunks; True if anything changed."""
-        present = set(faiss.vector_to_array(index.id_map).tolist()) if index.ntotal else set()
-        stale = present - wanted
-        if stale:
-            index.remove_ids(faiss.IDSelectorBatch(np.fromiter(stale, dtype=np.int64)))
-        missing = sorted(wanted - present)
-        _add_from_store(index, store, key, missing)
-        return bool(stale or missing)
-
-    @staticmethod
-    def _build(store: Store, identity: EmbeddingIdentity, wanted: set[int]) -> faiss.IndexIDMap:
-        index = faiss.IndexIDMap2(faiss.IndexFlatIP(identity.dims))
-        _add_from_store(index, store, identity.key(), sorted(wanted))
-        return index
-
-    def _write(
-        self, index: faiss.Index, identity_key: str, store_id: str, *, repaired: str
-    ) -> None:
-        data = faiss.serialize_index(index).tobytes()
-        digest = hashlib.sha256(data).hexdigest()
-        previous = self.stamp() or {}
-        stamp = {
-            "identity": identity_key,
-            "store_id": store_id,
-            "count": int(index.ntotal),
-            "sha256": digest,
-            "at": time.time(),
-            "repaired": repaired,  # why this file was rebuilt from the store, if it was
-        }
-        if previous.get("identity") == identity_key and previous.get("sha256"):
-            # Readers may still hold the file this one replaces: let them check it too.
-            stamp["previous_sha256"] = previous["sha256"]
-            stamp["previous_count"] = previous.get("count")
-        # Stamp first, then the file: a reader sees an old file with a stamp that still
-        # knows it, never a file its stamp has not heard of (see _load).
-        _atomic_write(self.stamp_path, json.dumps(stamp).encode("utf-8"))
-        _atomic_write(self.path, data)
 
     def search(
         self,
@@ -323,97 +241,3 @@ def _file_signature(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return info.st_ino, info.st_size, info.st_mtime_ns
-
-
-def _add_from_store(index: faiss.Index, store: Store, key: str, chunk_ids: list[int]) -> None:
-    if not chunk_ids:
-        return
-    ids: list[int] = []
-    rows: list[np.ndarray] = []
-    for chunk_id, vector in store.vectors_for_chunks(key, chunk_ids):
-        ids.append(chunk_id)
-        rows.append(vector)
-    if ids:
-        index.add_with_ids(np.vstack(rows).astype(np.float32), np.asarray(ids, np.int64))
-
-
-def _content_problem(index: faiss.Index, store: Store, key: str, wanted: set[int]) -> str:
-    """Why the index does not hold the store's vectors, or "" (count, then a sample)."""
-    if index.ntotal != len(wanted):
-        return f"it held {index.ntotal} vectors for the store's {len(wanted)}"
-    sample = random.sample(sorted(wanted), min(_SAMPLE, len(wanted)))
-    for chunk_id, vector in store.vectors_for_chunks(key, sample):
-        if not np.allclose(index.reconstruct(chunk_id), vector, atol=1e-6):
-            return f"its vector of chunk {chunk_id} differs from the store's"
-    return ""
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-@dataclass(frozen=True)
-class EmbedProgress:
-    done: int
-    total: int
-    cached: int
-
-
-def embed_missing(
-    store: Store,
-    embedder: Embedder,
-    identity: EmbeddingIdentity,
-    *,
-    cancel: threading.Event | None = None,
-    progress: Callable[[EmbedProgress], None] | None = None,
-    order: Sequence[int] | None = None,
-) -> int:
-    """Give every chunk a vector for `identity`, from the cache or the provider.
-
-    `order` lists the chunks still missing a vector in the order to embed them (default: by
-    id). Returns how many chunks were embedded by the provider (cache hits excluded). Raises
-    the provider's error after committing what was done, so the next run resumes from there.
-    """
-    key = identity.key()
-    missing = list(order) if order is not None else store.chunks_missing_vectors(key)
-    total = len(missing)
-    done = cached_total = embedded = 0
-    if progress is not None and total:
-        progress(EmbedProgress(0, total, 0))  # the first batch can take a while on a CPU
-    for start in range(0, total, EMBED_BATCH_CHUNKS):
-        if cancel is not None and cancel.is_set():
-            break
-        ids = missing[start : start + EMBED_BATCH_CHUNKS]
-        chunks = store.chunks_by_id(ids)
-        ordered, media_chunks = split_media([chunks[i] for i in ids if i in chunks])
-        media = embed_media_chunks(store, embedder, identity, media_chunks)
-        texts = [
-            embedder.document_text(c.text, _title_for_prefix(c.title, c.path)) for c in ordered
-        ]
-        keys = [cache_key(identity, text) for text in texts]
-        cached = store.cached_vectors(keys)
-        todo = [index for index, k in enumerate(keys) if k not in cached]
-        fresh: list[tuple[str, np.ndarray]] = []
-        if todo:
-            vectors = embedder.embed([texts[i] for i in todo], kind="document")
-            fresh = [(keys[i], vectors[row]) for row, i in enumerate(todo)]
-        with store.transaction():
-            store.put_vectors(fresh)
-            store.set_chunk_vectors((c.id, key, k) for c, k in zip(ordered, keys, strict=True))
-        done += len(ids)
-        cached_total += len(ordered) - len(todo) + media.cached
-        embedded += len(todo) + media.embedded
-        if progress is not None:
-            progress(EmbedProgress(done, total, cached_total))
-    return embedded
-
-
-def _title_for_prefix(title: str, path: str) -> str | None:
-    """A note's own title for the document prefix; a bare file stem is not a title."""
-    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    return None if not title or title == stem else title

@@ -7,7 +7,7 @@ import subprocess
 
 from apus import paths
 from apus.config import Settings, SettingsSource
-from apus.index.lock import WriterLock
+from apus.indexing.lock import WriterLock
 from apus.relaunch import own_command
 
 

@@ -7,10 +7,10 @@ import os
 from apus.config import Settings
 from apus.embed.base import EmbeddingError, probe, probe_budget
 from apus.embed.providers import ProviderResolution, is_remote, known_failure
-from apus.index.lock import writer_elsewhere
-from apus.index.progress import SyncProgress
 from apus.index.status import EmbeddingsState, EmbeddingsStateName
 from apus.index.store import Store
+from apus.indexing.lock import writer_elsewhere
+from apus.indexing.progress import SyncProgress
 from apus.search.vector_leg import ProviderVectorLeg
 
 

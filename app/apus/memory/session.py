@@ -23,10 +23,11 @@ from apus.errors import IndexBusyError
 from apus.index.last_sync import LastSync, newer, read_last_sync, write_last_sync
 from apus.index.media import MEDIA_RULE
 from apus.index.note_filter import Asker, NoteFilter
-from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
 from apus.index.status import EmbeddingsState, IndexStatus, collect_status
 from apus.index.store import Store
-from apus.index.sync import Indexer, SyncReport
+from apus.indexing.progress import ProgressCallback, SyncProgress, ignore_progress
+from apus.indexing.reading_progress import reading_progress
+from apus.indexing.sync import Indexer, SyncReport
 from apus.memory.detached import start_detached_index
 from apus.memory.embeddings import embeddings_state
 from apus.memory.note_reader import (
@@ -46,7 +47,9 @@ from apus.memory.transcript_reader import (
     transcript_history,
 )
 from apus.memory.writer import Entry, WrittenEntry, append_entry
-from apus.search.engine import Searcher, SearchOptions, SearchResponse
+from apus.search.engine import Searcher, SearchResponse
+from apus.search.options import SearchOptions
+from apus.search.query import ParsedQuery
 from apus.search.recall import RecallEntry, recall
 from apus.search.vector_leg import ProviderVectorLeg
 from apus.vault import transcripts
@@ -162,11 +165,15 @@ class Memory:
                 self._start_reembed_if_due()
             return self._searcher
 
-    def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
+    def search(
+        self, query: str | ParsedQuery, options: SearchOptions | None = None
+    ) -> SearchResponse:
         """Both legs, merged (or what can run, and why the rest cannot)."""
         searcher = self.searcher()
         self._repair_keyword(searcher)
         options = self._scoped(options)
+        # Parsed here, so that asking again after a repair does not parse it again.
+        query = ParsedQuery.parse(query) if isinstance(query, str) else query
         response = searcher.search(query, options)
         # A query may find damage that opening the index did not show: repair, ask again.
         keyword = response.legs.get("keyword")
@@ -176,8 +183,20 @@ class Memory:
             self.request_sync()  # every vector is in the store: a sync rebuilds FAISS
         return response
 
+    def search_dated(
+        self, words: str | ParsedQuery, options: SearchOptions, *, guessed: bool
+    ) -> tuple[SearchResponse, bool]:
+        """A search held to the dates in `options`; when those were read from the query's
+        own words (`guessed`: "what did I decide last week") and hold nothing, the same
+        search over any date. Returns the response and whether it was widened so."""
+        response = self.search(words, options)
+        if response.hits or not guessed:
+            return response, False
+        filters = replace(options.filters, since=None, until=None)
+        return self.search(words, replace(options, filters=filters)), True
+
     def search_stages(
-        self, query: str, options: SearchOptions | None = None
+        self, query: str | ParsedQuery, options: SearchOptions | None = None
     ) -> Iterator[SearchResponse]:
         """Keyword results at once, then merged ones when the vector leg can add to them."""
         searcher = self.searcher()
@@ -245,6 +264,11 @@ class Memory:
         """How the latest sync of this index ended: this session's, or another process's
         when that one is newer (recorded beside the index by whoever ran it)."""
         return newer(self._last_sync, read_last_sync(self.index_dir))
+
+    def reading(self) -> SyncProgress | None:
+        """How far a sync (this session's or another process's) has read the notes, while
+        it still reads them: searches until then cover only the notes read so far."""
+        return reading_progress(self.index_dir)
 
     def embeddings(self, *, deep: bool = False) -> EmbeddingsState:
         return embeddings_state(
@@ -420,7 +444,9 @@ class Memory:
         if not searcher.keyword_needs_repair():
             return False
         if self._syncs is not None:
-            self._syncs.request()
+            # Behind while this session's own sync writes: that sync catches up by itself.
+            if not (self._syncs.running and searcher.keyword_behind()):
+                self._syncs.request()
             return False
         try:
             return self.indexer().repair_keyword(damaged=searcher.keyword_damaged())

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from apus.errors import IndexBusyError
-from apus.index.progress import ProgressCallback, SyncProgress
-from apus.index.sync import SyncReport
+from apus.indexing.progress import ProgressCallback, SyncProgress
+from apus.indexing.sync import SyncReport
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 from apus.config import Settings
 from apus.errors import ApusError
 from apus.index.note_filter import Asker, NoteFilter, SessionScope
-from apus.index.store import Store, StoredMessage, TranscriptInfo
+from apus.index.store import Store
+from apus.index.transcript_store import StoredMessage, TranscriptInfo, TranscriptStore
 from apus.vault import transcripts as tx
 
 DEFAULT_HISTORY = 50
@@ -99,7 +100,7 @@ def search_transcripts(
         return []
     return [
         TranscriptMatch(hit.session_key, hit.timestamp, hit.role, hit.excerpt, hit.line)
-        for hit in store.search_transcripts(match, scope, limit)
+        for hit in TranscriptStore(store).search(match, scope, limit)
     ]
 
 
@@ -126,12 +127,13 @@ def transcript_history(
                 fix="give it as ISO 8601, e.g. 2026-11-20T14:30:00Z or 2026-11-20",
             )
     store, info = _visible(store, session_key, scope)
+    transcripts = TranscriptStore(store)
     if moment or line:
-        first = store.transcript_seq_at(info.file_id, timestamp=moment, line=line) - limit // 2
+        first = transcripts.seq_at(info.file_id, timestamp=moment, line=line) - limit // 2
     else:
         first = info.messages - limit
     first = max(0, min(first, info.messages - limit))
-    return ConversationWindow(info, first, store.transcript_messages(info.file_id, first, limit))
+    return ConversationWindow(info, first, transcripts.messages(info.file_id, first, limit))
 
 
 def _visible(
@@ -141,7 +143,7 @@ def _visible(
     both "not there" and "not yours", so that a hidden session's existence is not told."""
     info = None
     if store is not None and store.has_transcripts():
-        info = store.find_transcript(session_key, scope)
+        info = TranscriptStore(store).find(session_key, scope)
     if store is None or info is None:
         raise SessionNotFoundError(
             f"No indexed session {session_key} is visible here.",

@@ -1,5 +1,22 @@
 """The Searcher: runs the keyword and vector legs, merges and ranks, returns typed results.
 
+A search (`search_stages`) runs these steps, marked "Step N" in its body:
+
+1. Read the query once (`ParsedQuery`: its words, folded terms, whether it looks a thing up
+   by name, its path form) and resolve the options once (`ResolvedOptions`, and "today"):
+   no step after this reads a setting or parses the query again.
+2. Narrow: the notes and chunks the filters admit (kept until the store changes).
+3. Start the vector leg on the pool (embed the query, search FAISS), or say why it cannot.
+4. Run the keyword leg (BM25 over the admitted chunks) while the query embeds.
+5. Progressive hybrid only: rank the keyword hits alone (as step 8 does) and yield them.
+6. Raise a strict provider failure, now that the keyword results are out.
+7. Wait for the vector leg.
+8. Rank (`_rank`): merge the legs' scores (weights from config, else leaning on exact words
+   for an identifier lookup), add the notes the query names, weigh each candidate by
+   recency, importance and path tier, select by `minScore`, diversify with MMR, build the
+   hits. What ranking learns about a chunk (its record, factors, snippet) and the notes the
+   query names are kept for the search (`_RankingWork`): step 8 reuses step 5's.
+
 It only reads: a keyword index that is missing, damaged or behind the store is reported
 (`keyword_needs_repair`) for the session to repair through the Indexer, never rebuilt here.
 Whether a failing provider raises or leaves keyword results alone is decided in one place,
@@ -14,7 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -28,48 +45,31 @@ from apus.index.store import ChunkRecord, Store
 from apus.index.vectors import VectorIndexError
 from apus.search.hybrid import MergedScore, leg_weights, merge_legs
 from apus.search.mmr import mmr_order
+from apus.search.options import Mode, ResolvedOptions, SearchOptions
+from apus.search.query import ParsedQuery
 from apus.search.ranking import (
     PathTier,
-    PathTierer,
     RankFactors,
     final_score,
     importance_factor,
-    normalise_path,
     rank_key,
     readable_score,
     recency_factor,
     recency_weight,
     select_with_min_score,
 )
-from apus.search.snippet import make_snippet
+from apus.search.snippet import Snippet, make_snippet
 from apus.search.vector_leg import NOT_INDEXED, NOT_INDEXED_FIX, VectorLeg
 from apus.vault.annotations import annotations_in, without_annotations
 from apus.vault.markdown import heading
-from apus.vault.text import fold, query_terms, snippet_tokens
+from apus.vault.text import fold, snippet_tokens
 
-Mode = Literal["hybrid", "keyword", "vector"]
+T = TypeVar("T")
 # A long note's first chunks stand for it when looking for related notes: each is one FAISS
 # scan, and past a dozen passages a note's topic is already clear.
 _RELATED_CHUNKS = 12
 # The fix shown when the keyword index cannot answer until a sync rebuilds it.
 _REBUILD_FIX = "apus memory index"
-_T = TypeVar("_T")
-
-
-class _WithStore(Protocol):
-    """Searcher._with_store: `action` on the open store, else `default` (no index yet)."""
-
-    def __call__(self, action: Callable[[Store], _T], default: _T) -> _T: ...
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    mode: Mode = "hybrid"
-    limit: int | None = None  # None: memory.search.query.maxResults
-    mmr: bool | None = None  # None: from config
-    recency: bool | None = None
-    min_score: float | None = None
-    filters: NoteFilter = field(default_factory=NoteFilter)
 
 
 @dataclass(frozen=True)
@@ -141,18 +141,61 @@ class _KeywordHealth:
 class _Candidate:
     chunk: ChunkRecord
     score: MergedScore[int] | None
-    recency: float
-    recency_weight: float
-    importance: float
-    tier: PathTier
+    factors: RankFactors
     final: float
     keyword_match: bool
     mmr_position: int | None = None
 
     @property
+    def tier(self) -> PathTier:
+        return self.factors.tier
+
+    @property
     def relevance(self) -> float:
         """The merged score before recency and importance: what `minScore` is applied to."""
         return self.score.merged if self.score is not None else 0.0
+
+
+@dataclass
+class _RankingWork:
+    """What ranking learns in one search, kept for its every stage: the merged stage ranks
+    the keyword stage's chunks again, and nothing about a chunk but its score has changed."""
+
+    query: ParsedQuery
+    options: ResolvedOptions
+    admitted: Admitted | None
+    today: dt.date
+    named: set[int] | None = None  # first chunks of the notes the query names
+    chunks: dict[int, ChunkRecord] = field(default_factory=dict)
+    factors: dict[int, RankFactors] = field(default_factory=dict)
+    snippets: dict[int, Snippet] = field(default_factory=dict)
+    media: dict[str, MediaFacts | None] = field(default_factory=dict)
+
+    def factors_of(self, chunk: ChunkRecord) -> RankFactors:
+        factors = self.factors.get(chunk.id)
+        if factors is None:
+            options = self.options
+            note_date = dt.date.fromisoformat(chunk.note_date) if chunk.note_date else None
+            recency = recency_factor(note_date, self.today, options.half_life_days, options.recency)
+            factors = RankFactors(
+                recency=recency,
+                # An entry's own annotation speaks for its passage before the note's.
+                importance=importance_factor(
+                    annotations_in(chunk.text).importance or chunk.importance
+                ),
+                tier=self.query.path.tier(chunk.path),
+                recency_weight=recency_weight(recency, options.recency_floor),
+            )
+            self.factors[chunk.id] = factors
+        return factors
+
+    def snippet_of(self, chunk: ChunkRecord) -> Snippet:
+        snippet = self.snippets.get(chunk.id)
+        if snippet is None:
+            terms = frozenset(self.query.terms)
+            snippet = make_snippet(without_annotations(chunk.text), terms)
+            self.snippets[chunk.id] = snippet
+        return snippet
 
 
 @dataclass(frozen=True)
@@ -179,7 +222,6 @@ class _Legs:
     text: dict[int, float] | None
     vector: dict[int, float] | None
     reports: dict[str, LegReport]
-    admitted: Admitted | None = None  # None: no filter
 
 
 class Searcher:
@@ -220,47 +262,62 @@ class Searcher:
 
     # -- searching ----------------------------------------------------------------------
 
-    def search(self, query: str, options: SearchOptions | None = None) -> SearchResponse:
+    def search(
+        self, query: str | ParsedQuery, options: SearchOptions | None = None
+    ) -> SearchResponse:
         """The complete answer (both legs, run in parallel, when the mode asks for both)."""
         *_, last = self.search_stages(query, options, progressive=False)
         return last
 
     def search_stages(
-        self, query: str, options: SearchOptions | None = None, *, progressive: bool = True
+        self,
+        query: str | ParsedQuery,
+        options: SearchOptions | None = None,
+        *,
+        progressive: bool = True,
     ) -> Iterator[SearchResponse]:
         """Keyword results first, then merged results when the vector leg can add to them.
 
         The vector leg starts at once on the pool; the keyword leg runs once and its hits are
         reused by the merged answer, so a query costs one keyword leg, whatever is yielded.
+        The steps are the module docstring's.
         """
-        options = options or SearchOptions()
         started = time.perf_counter()
-        query = query.strip()
-        if not query:
-            yield SearchResponse(query, options.mode, [])
+        # Step 1: the query read once, the options resolved once.
+        parsed = query if isinstance(query, ParsedQuery) else ParsedQuery.parse(query)
+        resolved = (options or SearchOptions()).resolve(self.settings.search.query)
+        if not parsed.text:
+            yield SearchResponse(parsed.text, resolved.mode, [])
             return
-        terms = query_terms(query)
-        k = self.settings.search.query.candidates
-        admitted = self.admitted(options.filters)
-        start = self._start_vector_leg(query, k, options.mode, admitted)
-        text_hits, keyword_report = self._keyword_leg(terms, k, options.mode, admitted)
+        # Step 2: what the filters admit.
+        admitted = self.admitted(resolved.filters)
+        work = _RankingWork(parsed, resolved, admitted, self._today())
+        # Step 3: the vector leg starts (or says why it cannot).
+        start = self._start_vector_leg(parsed.text, resolved, admitted)
+        # Step 4: the keyword leg, while the query embeds.
+        text_hits, keyword_report = self._keyword_leg(
+            parsed.terms, resolved.candidates, resolved.mode, admitted
+        )
         reports = {"keyword": keyword_report, "vector": start.report}
-        two_passes = progressive and options.mode == "hybrid"
+        two_passes = progressive and resolved.mode == "hybrid"
+        # Step 5: the keyword hits ranked alone, shown while the vector leg runs.
         if two_passes:
             shown = reports if start.future is None else {"keyword": keyword_report}
-            first = _Legs(text_hits, None, shown, admitted)
-            keyword_only = replace(options, mode="keyword")
-            yield self._response(query, terms, first, keyword_only, started, start.future is None)
+            first = _Legs(text_hits, None, shown)
+            yield self._response(work, first, "keyword", started, start.future is None)
+        # Step 6: a provider that must not fall back fails the search here.
         if start.failure is not None:
             raise start.failure
         if start.future is None:
             if not two_passes:
-                legs = _Legs(text_hits, None, reports, admitted)
-                yield self._response(query, terms, legs, options, started)
+                legs = _Legs(text_hits, None, reports)
+                yield self._response(work, legs, resolved.mode, started)
             return
+        # Step 7: the vector leg's hits.
         vector_hits, reports["vector"] = start.future.result()
-        legs = _Legs(text_hits, vector_hits, reports, admitted)
-        yield self._response(query, terms, legs, options, started)
+        # Step 8: both legs merged and ranked, reusing what step 5 learned.
+        legs = _Legs(text_hits, vector_hits, reports)
+        yield self._response(work, legs, resolved.mode, started)
 
     def admitted(self, filters: NoteFilter) -> Admitted | None:
         """The notes and chunks a filter lets through (None: it lets everything through);
@@ -282,17 +339,11 @@ class Searcher:
         return self._with_store(compute, empty)
 
     def _response(
-        self,
-        query: str,
-        terms: list[str],
-        legs: _Legs,
-        options: SearchOptions,
-        started: float,
-        final: bool = True,
+        self, work: _RankingWork, legs: _Legs, mode: Mode, started: float, final: bool = True
     ) -> SearchResponse:
-        hits = self._rank(query, terms, legs, options)
+        hits = self._rank(work, legs)
         elapsed = (time.perf_counter() - started) * 1000
-        return SearchResponse(query, options.mode, hits, legs.reports, elapsed, final)
+        return SearchResponse(work.query.text, mode, hits, legs.reports, elapsed, final)
 
     # -- related notes ------------------------------------------------------------------
 
@@ -304,24 +355,44 @@ class Searcher:
         filters = replace(filters or NoteFilter(), exclude_paths=(path,))
         own: list[ChunkRecord] = self._with_store(lambda s: _note_chunks(s, path), [])
         admitted = self.admitted(filters)
-        k = self.settings.search.query.candidates
         options = SearchOptions(limit=limit, mmr=False, recency=False, min_score=0.0)
+        resolved = options.resolve(self.settings.search.query)
+        k = resolved.candidates
         usable = self.vector_leg is not None and self.vector_leg.availability().usable
         if usable and own:
             assert self.vector_leg is not None
             found = self.vector_leg.neighbours([c.id for c in own][:_RELATED_CHUNKS], k + len(own))
-            hits = _best_per_note(found, admitted, self._with_store)
-            legs = _Legs(None, hits, {"vector": LegReport(True, "", "", len(hits))}, admitted)
-            options = replace(options, mode="vector")
+            hits = self._best_per_note(found, admitted)
+            legs = _Legs(None, hits, {"vector": LegReport(True, "", "", len(hits))})
+            mode: Mode = "vector"
         else:
-            words = _title_and_headings(own)
-            text, report = self._keyword_leg(query_terms(words), k, "keyword", admitted)
-            hits = _best_per_note(text or {}, admitted, self._with_store)
-            legs = _Legs(hits, None, {"keyword": report}, admitted)
-            options = replace(options, mode="keyword")
-        ranked = self._rank("", [], legs, options)
+            words = ParsedQuery.parse(_title_and_headings(own))
+            text, report = self._keyword_leg(words.terms, k, "keyword", admitted)
+            hits = self._best_per_note(text or {}, admitted)
+            legs = _Legs(hits, None, {"keyword": report})
+            mode = "keyword"
+        # Ranked as a search for nothing: no words to highlight, no path the query names.
+        work = _RankingWork(ParsedQuery.parse(""), resolved, admitted, self._today())
+        ranked = self._rank(work, legs)
         elapsed = (time.perf_counter() - started) * 1000
-        return SearchResponse(path, options.mode, ranked, legs.reports, elapsed)
+        return SearchResponse(path, mode, ranked, legs.reports, elapsed)
+
+    def _best_per_note(
+        self, scores: dict[int, float], admitted: Admitted | None
+    ) -> dict[int, float]:
+        """Each admitted note's best chunk and its score: related notes are notes, not passages."""
+        if admitted is not None:
+            allowed = set(admitted.chunks.tolist())
+            scores = {chunk: score for chunk, score in scores.items() if chunk in allowed}
+        chunks: dict[int, ChunkRecord] = self._with_store(
+            lambda s: s.chunks_by_id(list(scores)), {}
+        )
+        best: dict[int, tuple[int, float]] = {}
+        for chunk_id, score in scores.items():
+            chunk = chunks.get(chunk_id)
+            if chunk is not None and score > best.get(chunk.file_id, (0, float("-inf")))[1]:
+                best[chunk.file_id] = (chunk_id, score)
+        return dict(best.values())
 
     # -- the keyword leg ----------------------------------------------------------------
 
@@ -330,6 +401,12 @@ class Searcher:
         why (missing, damaged, or behind the store while a sync writes)."""
         health = self._keyword_health()
         return health.ready and not health.repair, health.reason
+
+    def keyword_behind(self) -> bool:
+        """Whether the keyword index serves, only behind the store: a writer is between a
+        store commit and its keyword update (a first index mirrors batches in bursts)."""
+        health = self._keyword_health()
+        return health.ready and health.repair
 
     def keyword_needs_repair(self) -> bool:
         """Whether the keyword index is missing, damaged or behind the store."""
@@ -342,7 +419,7 @@ class Searcher:
         return stamp is not None and stamp == self._damaged_stamp
 
     def _keyword_health(self) -> _KeywordHealth:
-        generation = self._with_store(lambda s: s.generation(), None)
+        generation: int | None = self._with_store(lambda s: s.generation(), None)
         if generation is None:
             return _KeywordHealth(False, 0, NOT_INDEXED, NOT_INDEXED_FIX)
         stamp = self._keyword.stamp_signature()
@@ -373,7 +450,7 @@ class Searcher:
         return _KeywordHealth(False, 0, state.reason, _REBUILD_FIX, repair=True)
 
     def _keyword_leg(
-        self, terms: list[str], k: int, mode: Mode, admitted: Admitted | None
+        self, terms: tuple[str, ...], k: int, mode: Mode, admitted: Admitted | None
     ) -> tuple[dict[int, float] | None, LegReport]:
         if mode == "vector":
             return None, LegReport(False, "not requested (--mode vector)")
@@ -383,7 +460,7 @@ class Searcher:
             return None, LegReport(False, health.reason, health.fix)
         try:
             allowed = None if admitted is None else admitted.chunks
-            hits = dict(self._keyword.search(terms, k, health.generation, allowed))
+            hits = dict(self._keyword.search(list(terms), k, health.generation, allowed))
         except Exception as exc:  # damage that opening the index did not show
             self._damaged_stamp = self._keyword.stamp_signature()
             self._health = None
@@ -395,21 +472,21 @@ class Searcher:
     # -- the vector leg -----------------------------------------------------------------
 
     def _start_vector_leg(
-        self, query: str, k: int, mode: Mode, admitted: Admitted | None
+        self, query: str, options: ResolvedOptions, admitted: Admitted | None
     ) -> _VectorStart:
         """Start the query embedding now if the leg can answer; else say why not (and, when
         the provider itself failed and the settings forbid falling back, the error to raise
         once the keyword results are out)."""
-        if mode == "keyword":
+        if options.mode == "keyword":
             return _VectorStart(None, LegReport(False, "not requested (--mode keyword)"))
-        if not self.settings.search.query.hybrid.enabled:
+        if not options.hybrid:
             return _VectorStart(None, LegReport(False, "hybrid search is disabled in config"))
         if self.vector_leg is None:
             return _VectorStart(None, LegReport(False, "embeddings are off (provider = none)"))
         available = self.vector_leg.availability()
         if available.usable:
             allowed = None if admitted is None else admitted.chunks
-            future = self._pool.submit(self._vector_leg, query, k, allowed)
+            future = self._pool.submit(self._vector_leg, query, options.candidates, allowed)
             return _VectorStart(future, LegReport(False, "pending"))
         failure = None
         if available.provider_failed and self.strict:
@@ -446,79 +523,63 @@ class Searcher:
 
     # -- ranking ------------------------------------------------------------------------
 
-    def _rank(
-        self, query: str, terms: list[str], legs: _Legs, options: SearchOptions
-    ) -> list[SearchHit]:
-        hybrid = self.settings.search.query.hybrid
-        limit = options.limit or self.settings.search.query.max_results
-        candidates = self._candidates(query, legs, options)
-        chosen = self._select(candidates, options, limit)
-        use_mmr = hybrid.mmr.enabled if options.mmr is None else options.mmr
-        if use_mmr and len(chosen) > 1:
-            chosen = self._diversify(chosen, hybrid.mmr.lambda_)
-        query_tokens = frozenset(terms)
-        return self._with_media_facts([_hit(c, query_tokens, legs.vector) for c in chosen])
+    def _rank(self, work: _RankingWork, legs: _Legs) -> list[SearchHit]:
+        """The legs' hits merged, weighed, selected, diversified and made into hits."""
+        options = work.options
+        chosen = self._select(self._candidates(work, legs), options)
+        if options.mmr and len(chosen) > 1:
+            chosen = self._diversify(chosen, options.mmr_lambda)
+        hits = [_hit(c, work.snippet_of(c.chunk), legs.vector) for c in chosen]
+        return self._with_media_facts(work, hits)
 
-    def _with_media_facts(self, hits: list[SearchHit]) -> list[SearchHit]:
+    def _with_media_facts(self, work: _RankingWork, hits: list[SearchHit]) -> list[SearchHit]:
         """Hits on images and audio carry their type and size (the faces show both)."""
-        if not any(is_media_path(hit.path) for hit in hits):
-            return hits
+        unknown = [h.path for h in hits if is_media_path(h.path) and h.path not in work.media]
+        if unknown:
 
-        def facts(store: Store) -> list[SearchHit]:
-            with_facts = []
-            for hit in hits:
-                record = store.file_by_path(hit.path) if is_media_path(hit.path) else None
-                media = media_facts(hit.path, record.size) if record is not None else None
-                with_facts.append(replace(hit, media=media) if media else hit)
-            return with_facts
+            def facts(store: Store) -> None:
+                for path in unknown:
+                    record = store.file_by_path(path)
+                    found = media_facts(path, record.size) if record is not None else None
+                    work.media[path] = found
 
-        return self._with_store(facts, hits)
+            self._with_store(facts, None)
+        with_facts = []
+        for hit in hits:
+            media = work.media.get(hit.path) if is_media_path(hit.path) else None
+            with_facts.append(replace(hit, media=media) if media else hit)
+        return with_facts
 
-    def _candidates(self, query: str, legs: _Legs, options: SearchOptions) -> list[_Candidate]:
+    def _candidates(self, work: _RankingWork, legs: _Legs) -> list[_Candidate]:
         """Every chunk either leg found, plus the notes the query names, with their factors."""
-        hybrid = self.settings.search.query.hybrid
-        vector_weight, text_weight = leg_weights(hybrid.vector_weight, hybrid.text_weight, query)
+        options = work.options
+        vector_weight, text_weight = leg_weights(
+            options.vector_weight, options.text_weight, work.query.identifier_lookup
+        )
         merged = merge_legs(
             legs.vector,
             legs.text,
             vector_weight,
             text_weight,
-            method=hybrid.merge,
-            rrf_k=hybrid.rrf_k,
+            method=options.merge,
+            rrf_k=options.rrf_k,
         )
+        named = self._named_chunk_ids(work)
         ids = list(merged)
-        named = self._named_chunk_ids(query, legs.admitted)
         ids.extend(i for i in named if i not in merged)
-        chunks: dict[int, ChunkRecord] = self._with_store(lambda s: s.chunks_by_id(ids), {})
-        today = self._today()
-        decay = hybrid.temporal_decay
-        use_recency = decay.enabled if options.recency is None else options.recency
-        tier_of = PathTierer(query)
+        chunks = self._chunks(work, ids)
         candidates: list[_Candidate] = []
         for chunk_id in ids:
             chunk = chunks.get(chunk_id)
             if chunk is None:  # deleted since the leg ran
                 continue
             score = merged.get(chunk_id)
-            note_date = dt.date.fromisoformat(chunk.note_date) if chunk.note_date else None
-            recency = recency_factor(note_date, today, decay.half_life_days, use_recency)
-            factors = RankFactors(
-                recency=recency,
-                # An entry's own annotation speaks for its passage before the note's.
-                importance=importance_factor(
-                    annotations_in(chunk.text).importance or chunk.importance
-                ),
-                tier=tier_of(chunk.path),
-                recency_weight=recency_weight(recency, decay.floor),
-            )
+            factors = work.factors_of(chunk)
             candidates.append(
                 _Candidate(
                     chunk=chunk,
                     score=score,
-                    recency=factors.recency,
-                    recency_weight=factors.recency_weight,
-                    importance=factors.importance,
-                    tier=factors.tier,
+                    factors=factors,
                     final=final_score(score.merged if score else 0.0, factors),
                     keyword_match=(score is not None and score.text_raw is not None)
                     or chunk_id in named,
@@ -527,20 +588,26 @@ class Searcher:
         candidates.sort(key=lambda c: rank_key(c.final, c.tier))
         return candidates
 
-    def _select(
-        self, candidates: list[_Candidate], options: SearchOptions, limit: int
-    ) -> list[_Candidate]:
+    def _chunks(self, work: _RankingWork, ids: list[int]) -> dict[int, ChunkRecord]:
+        """The chunks `ids` name, each read from the store once a search."""
+        missing = [chunk_id for chunk_id in ids if chunk_id not in work.chunks]
+        if missing:
+            found: dict[int, ChunkRecord] = self._with_store(lambda s: s.chunks_by_id(missing), {})
+            work.chunks.update(found)
+        return work.chunks
+
+    @staticmethod
+    def _select(candidates: list[_Candidate], options: ResolvedOptions) -> list[_Candidate]:
         """Path-tier matches first, then the rest through `minScore` (keyword matches kept),
         which judges relevance alone: recency and importance only order what passes."""
-        config = self.settings.search.query
-        min_score = config.min_score if options.min_score is None else options.min_score
+        limit = options.limit
         tiered = [c for c in candidates if c.tier > PathTier.NONE]
         rest = [c for c in candidates if c.tier == PathTier.NONE]
         return tiered[:limit] + select_with_min_score(
             rest,
             score=lambda c: c.relevance,
             is_keyword_match=lambda c: c.keyword_match,
-            min_score=min_score,
+            min_score=options.min_score,
             limit=max(0, limit - len(tiered)),
         )
 
@@ -561,26 +628,31 @@ class Searcher:
 
     # -- store access -------------------------------------------------------------------
 
-    def _with_store(self, action: Callable[[Store], _T], default: _T) -> _T:
+    def _with_store(self, action: Callable[[Store], T], default: T) -> T:
+        """`action` on the read-only store, opened on first use; `default` before any index."""
         with self._store_lock:
             if self._store is None and Store.exists(self.index_dir):
                 self._store = Store(self.index_dir, readonly=True)
             return default if self._store is None else action(self._store)
 
-    def _named_chunk_ids(self, query: str, admitted: Admitted | None) -> set[int]:
-        """First chunks of the notes whose path, file name or stem is the query."""
-        files: list[int] = self._with_store(lambda s: self._files_named(s, query), [])
-        if admitted is not None:
-            files = [file_id for file_id in files if file_id in admitted.files]
-        if not files:
-            return set()
-        firsts: dict[int, ChunkRecord] = self._with_store(
-            lambda s: s.first_chunk_of_files(files), {}
-        )
-        return {chunk.id for chunk in firsts.values()}
+    def _named_chunk_ids(self, work: _RankingWork) -> set[int]:
+        """First chunks of the notes whose path, file name or stem is the query (looked up
+        once a search)."""
+        if work.named is None:
+            form = work.query.path.form
+            files: list[int] = self._with_store(lambda s: self._files_named(s, form), [])
+            if work.admitted is not None:
+                admitted = work.admitted.files
+                files = [file_id for file_id in files if file_id in admitted]
+            firsts: dict[int, ChunkRecord] = {}
+            if files:
+                firsts = self._with_store(lambda s: s.first_chunk_of_files(files), {})
+            work.named = {chunk.id for chunk in firsts.values()}
+        return work.named
 
-    def _files_named(self, store: Store, query: str) -> list[int]:
-        """File ids named by the query, via a lookup table rebuilt when the store changes."""
+    def _files_named(self, store: Store, path_form: str) -> list[int]:
+        """File ids named by a query's path form, via a lookup table rebuilt when the store
+        changes."""
         generation = store.generation()
         if self._names is None or self._names[0] != generation:
             table: dict[str, list[int]] = {}
@@ -590,13 +662,10 @@ class Searcher:
                 for key in {folded, base, base.rsplit(".", 1)[0]}:
                     table.setdefault(key, []).append(record.id)
             self._names = (generation, table)
-        return self._names[1].get(normalise_path(query), [])
+        return self._names[1].get(path_form, [])
 
 
-def _hit(
-    c: _Candidate, query_tokens: frozenset[str], vector_hits: dict[int, float] | None
-) -> SearchHit:
-    snippet = make_snippet(without_annotations(c.chunk.text), query_tokens)
+def _hit(c: _Candidate, snippet: Snippet, vector_hits: dict[int, float] | None) -> SearchHit:
     score = c.score
     legs = []
     if score is not None and score.text_raw is not None:
@@ -624,9 +693,9 @@ def _hit(
             text_raw=score.text_raw if score else None,
             text_norm=score.text_norm if score else 0.0,
             merged=score.merged if score else 0.0,
-            recency=c.recency,
-            recency_weight=c.recency_weight,
-            importance=c.importance,
+            recency=c.factors.recency,
+            recency_weight=c.factors.recency_weight,
+            importance=c.factors.importance,
             tier=c.tier.name.lower(),
             mmr_position=c.mmr_position,
         ),
@@ -649,24 +718,6 @@ def _title_and_headings(chunks: list[ChunkRecord]) -> str:
 def _note_chunks(store: Store, path: str) -> list[ChunkRecord]:
     record = store.file_by_path(path)
     return [] if record is None else list(store.iter_chunks([record.id]))
-
-
-def _best_per_note(
-    scores: dict[int, float],
-    admitted: Admitted | None,
-    with_store: _WithStore,
-) -> dict[int, float]:
-    """Each admitted note's best chunk and its score: related notes are notes, not passages."""
-    if admitted is not None:
-        allowed = set(admitted.chunks.tolist())
-        scores = {chunk: score for chunk, score in scores.items() if chunk in allowed}
-    chunks: dict[int, ChunkRecord] = with_store(lambda s: s.chunks_by_id(list(scores)), {})
-    best: dict[int, tuple[int, float]] = {}
-    for chunk_id, score in scores.items():
-        chunk = chunks.get(chunk_id)
-        if chunk is not None and score > best.get(chunk.file_id, (0, float("-inf")))[1]:
-            best[chunk.file_id] = (chunk_id, score)
-    return dict(best.values())
 
 
 def _best_chunk_first(ordered: list[_Candidate]) -> list[_Candidate]:

@@ -63,18 +63,18 @@ def is_identifier_lookup(query: str) -> bool:
 
 
 def leg_weights(
-    vector_weight: float | None, text_weight: float | None, query: str = ""
+    vector_weight: float | None, text_weight: float | None, identifier_lookup: bool = False
 ) -> tuple[float, float]:
     """The weights a query merges with: the configured ones (one of them alone means the
-    other is what is left of 1), else `LOOKUP_VECTOR_WEIGHT` for an identifier lookup, else
-    `DEFAULT_VECTOR_WEIGHT`."""
+    other is what is left of 1), else `LOOKUP_VECTOR_WEIGHT` for an identifier lookup
+    (`is_identifier_lookup`), else `DEFAULT_VECTOR_WEIGHT`."""
     if vector_weight is not None and text_weight is not None:
         return normalise_weights(vector_weight, text_weight)
     if vector_weight is not None:
         return normalise_weights(vector_weight, 1.0 - _unit(vector_weight))
     if text_weight is not None:
         return normalise_weights(1.0 - _unit(text_weight), text_weight)
-    if is_identifier_lookup(query):
+    if identifier_lookup:
         return LOOKUP_VECTOR_WEIGHT, 1.0 - LOOKUP_VECTOR_WEIGHT
     return DEFAULT_VECTOR_WEIGHT, 1.0 - DEFAULT_VECTOR_WEIGHT
 

@@ -118,16 +118,23 @@ def _path_forms(rel_path: str) -> _PathForms:
     return _PathForms(path, basename, posixpath.splitext(basename)[0], words)
 
 
-class PathTierer:
-    """Tiers paths against one query, folded once: exact > basename > stem > partial."""
+@dataclass(frozen=True)
+class QueryPath:
+    """A query read as a path, folded once: what every candidate's path is tiered against."""
 
-    def __init__(self, query: str) -> None:
-        self.query = normalise_path(query)
-        self.words = [token.term for token in tokenize(self.query)]
-        self.has_separator = any(sep in self.query for sep in "/.-_")
+    form: str  # normalised like a stored path (`normalise_path`)
+    words: tuple[str, ...]  # its folded words
+    has_separator: bool
 
-    def __call__(self, rel_path: str) -> PathTier:
-        q = self.query
+    @classmethod
+    def of(cls, query: str) -> QueryPath:
+        form = normalise_path(query)
+        words = tuple(token.term for token in tokenize(form))
+        return cls(form, words, any(sep in form for sep in "/.-_"))
+
+    def tier(self, rel_path: str) -> PathTier:
+        """How this query names `rel_path`: exact > basename > stem > partial > none."""
+        q = self.form
         if not q or not rel_path:
             return PathTier.NONE
         forms = _path_forms(rel_path)
@@ -146,7 +153,7 @@ class PathTierer:
     def _names_part_of(self, forms: _PathForms) -> bool:
         """A query names part of a path when it is a run of whole path words ("homelab",
         "projects/homelab") or, containing a separator, a plain substring ("lab-k3s")."""
-        if self.has_separator and self.query in forms.path:
+        if self.has_separator and self.form in forms.path:
             return True
         # Whole words only: "or" must not tier `home-network.md`, nor "md" every note.
         return bool(self.words) and all(word in forms.words for word in self.words)
@@ -154,7 +161,7 @@ class PathTierer:
 
 def path_tier(query: str, rel_path: str) -> PathTier:
     """Classify how `query` names `rel_path`: exact > basename > stem > partial > none."""
-    return PathTierer(query)(rel_path)
+    return QueryPath.of(query).tier(rel_path)
 
 
 @dataclass(frozen=True)

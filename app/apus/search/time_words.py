@@ -117,6 +117,10 @@ def window_in_query(query: str, *, today: dt.date) -> tuple[DateWindow, str] | N
             text = _TRIM.sub("", rolling.group(0).strip())
             window = DateWindow(since[0], today, text)
             return window, _without(query, rolling.start(), rolling.end())
+    if not _is_calendar(query):
+        # Every phrase kept below is a calendar time and part of the query, so a query
+        # without one has none: no need to load dateparser (a second) for it.
+        return None
     from dateparser.search import search_dates
 
     finds = search_dates(query, languages=["en"], settings=_settings(today)) or []

@@ -16,9 +16,10 @@ from apus.config import Settings, SettingsSource, update_config_file
 from apus.first_run import SetupChoices, detect_hardware
 from apus.index.note_filter import CORPUS_SOURCES, NoteFilter
 from apus.index.status import IndexStatus
-from apus.index.sync import SyncReport
+from apus.indexing.sync import SyncReport
 from apus.memory import Memory
-from apus.search.engine import LegReport, SearchOptions
+from apus.search.engine import LegReport
+from apus.search.options import ResolvedOptions, SearchOptions
 from apus.tui.commands import ApusCommands
 from apus.tui.editor import NoEditorError, editor_command
 from apus.tui.errors import NotifiesWorkerErrors, error_text
@@ -177,14 +178,18 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
         self.live.on_status(message.status)
 
     def search_options(self) -> SearchOptions:
-        hybrid = self.settings.search.query.hybrid
+        """What the toggles ask for; a toggle never touched leaves its option to config."""
         corpus = "all" if self.include_conversations else "memory"
         return SearchOptions(
             mode="hybrid",
-            mmr=hybrid.mmr.enabled if self._mmr is None else self._mmr,
-            recency=hybrid.temporal_decay.enabled if self._recency is None else self._recency,
+            mmr=self._mmr,
+            recency=self._recency,
             filters=NoteFilter(sources=CORPUS_SOURCES[corpus]),
         )
+
+    def resolved_search_options(self) -> ResolvedOptions:
+        """The options a search runs with now (what the toggles show)."""
+        return self.search_options().resolve(self.settings.search.query)
 
     # -- start and stop ------------------------------------------------------------------------
 
@@ -363,7 +368,7 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
             self.push_screen(HelpScreen(help_sections(), keymap, str(self.config_file)))
 
     def action_toggle_mmr(self) -> None:
-        self._mmr = not self.search_options().mmr
+        self._mmr = not self.resolved_search_options().mmr
         self.notify(f"Diversity (MMR) {'on' if self._mmr else 'off'}.", timeout=2)
         self.ranking_generation += 1
 
@@ -394,7 +399,7 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
         self.ranking_generation += 1
 
     def action_toggle_recency(self) -> None:
-        self._recency = not self.search_options().recency
+        self._recency = not self.resolved_search_options().recency
         self.notify(f"Recency boost {'on' if self._recency else 'off'}.", timeout=2)
         self.ranking_generation += 1
 

@@ -40,7 +40,7 @@ class ApusCommands(Provider):
         yield PaletteCommand(
             "Switch vault…", "Search another notes folder", app.action_switch_vault
         )
-        options = app.search_options()
+        options = app.resolved_search_options()
         yield PaletteCommand(
             f"Turn diversity (MMR) {'off' if options.mmr else 'on'}",
             "Re-order results so near-duplicate passages do not crowd the top",

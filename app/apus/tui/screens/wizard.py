@@ -42,7 +42,7 @@ from apus.first_run import (
     save_choices,
     try_provider,
 )
-from apus.index.sync import SyncReport
+from apus.indexing.sync import SyncReport
 from apus.tui.errors import error_text, notify_worker_error
 from apus.tui.format import eta_text, home_relative
 from apus.tui.state import BackgroundWork

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from apus.index.progress import SyncProgress
+from apus.indexing.progress import SyncProgress
 
 FOLDER_ENV = "APUS_TEST_HOLD"
 AT_ENV = "APUS_TEST_HOLD_AT"

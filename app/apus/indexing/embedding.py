@@ -2,8 +2,9 @@
 
 It runs after the keyword data is committed (search by words already works), decides from the
 stored identity whether these vectors may be built at all, embeds what is missing in
-checkpointed batches, records the identity once every chunk has a vector, and brings the FAISS
-file in line with the store.
+checkpointed batches (`embed_missing`: text from the cache or the provider, an image or audio
+file from its bytes), embeds the trusted notes' trigger phrases (`embed_triggers`), records
+the identity once every chunk has a vector, and brings the FAISS file in line with the store.
 
 Chunks are embedded in priority order (`embed_order`): the curated MEMORY.md and USER.md
 first, then dated notes newest first, then the rest, so an interrupted or long first embedding
@@ -18,14 +19,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from apus.embed.base import EmbeddingError, EmbeddingUnavailable
+import numpy as np
+
+from apus.embed.base import Embedder, EmbeddingError, EmbeddingIdentity, EmbeddingUnavailable
 from apus.embed.providers import ProviderResolution
 from apus.index.identity import decide, record_identity, stored_identity
-from apus.index.progress import Eta, ProgressCallback, SyncProgress
 from apus.index.store import Store
-from apus.index.triggers import TRUSTED_FILES, embed_triggers
-from apus.index.vectors import EmbedProgress, VectorIndex, embed_missing
+from apus.index.triggers import TRUSTED_FILES, trigger_text, triggers_of, trusted_files
+from apus.index.vectors import cache_key
+from apus.indexing.media import embed_media_chunks, split_media
+from apus.indexing.progress import Eta, ProgressCallback, SyncProgress
+from apus.indexing.vectors import VectorWriter
 from apus.vault.dates import date_from_path
+
+# Chunks per checkpoint: each batch is embedded, cached and committed before the next, so a
+# killed run resumes where it stopped. The embedder packs requests by tokens on its own.
+EMBED_BATCH_CHUNKS = 16
 
 EmbedState = Literal["done", "off", "unavailable", "paused", "failed", "cancelled"]
 
@@ -99,7 +108,7 @@ def run_embedding(
         with store.transaction():
             record_identity(store, identity)
     if complete or decision.action == "serve":
-        vectors = VectorIndex(index_dir)
+        vectors = VectorWriter(index_dir)
         vectors.refresh(store, identity)
         if vectors.last_refresh.state == "rebuilt":
             outcome = replace(outcome, vectors_rebuilt=vectors.last_refresh.reason)
@@ -174,3 +183,83 @@ def embed_order(chunks: Sequence[tuple[int, str]]) -> list[int]:
 
     ranked = sorted(((i, cid, path) for i, (cid, path) in enumerate(chunks)), key=rank)
     return [chunk_id for _position, chunk_id, _path in ranked]
+
+
+@dataclass(frozen=True)
+class EmbedProgress:
+    done: int
+    total: int
+    cached: int
+
+
+def embed_missing(
+    store: Store,
+    embedder: Embedder,
+    identity: EmbeddingIdentity,
+    *,
+    cancel: threading.Event | None = None,
+    progress: Callable[[EmbedProgress], None] | None = None,
+    order: Sequence[int] | None = None,
+) -> int:
+    """Give every chunk a vector for `identity`, from the cache or the provider.
+
+    `order` lists the chunks still missing a vector in the order to embed them (default: by
+    id). Returns how many chunks were embedded by the provider (cache hits excluded). Raises
+    the provider's error after committing what was done, so the next run resumes from there.
+    """
+    key = identity.key()
+    missing = list(order) if order is not None else store.chunks_missing_vectors(key)
+    total = len(missing)
+    done = cached_total = embedded = 0
+    if progress is not None and total:
+        progress(EmbedProgress(0, total, 0))  # the first batch can take a while on a CPU
+    for start in range(0, total, EMBED_BATCH_CHUNKS):
+        if cancel is not None and cancel.is_set():
+            break
+        ids = missing[start : start + EMBED_BATCH_CHUNKS]
+        chunks = store.chunks_by_id(ids)
+        ordered, media_chunks = split_media([chunks[i] for i in ids if i in chunks])
+        media = embed_media_chunks(store, embedder, identity, media_chunks)
+        texts = [
+            embedder.document_text(c.text, _title_for_prefix(c.title, c.path)) for c in ordered
+        ]
+        keys = [cache_key(identity, text) for text in texts]
+        cached = store.cached_vectors(keys)
+        todo = [index for index, k in enumerate(keys) if k not in cached]
+        fresh: list[tuple[str, np.ndarray]] = []
+        if todo:
+            vectors = embedder.embed([texts[i] for i in todo], kind="document")
+            fresh = [(keys[i], vectors[row]) for row, i in enumerate(todo)]
+        with store.transaction():
+            store.put_vectors(fresh)
+            store.set_chunk_vectors((c.id, key, k) for c, k in zip(ordered, keys, strict=True))
+        done += len(ids)
+        cached_total += len(ordered) - len(todo) + media.cached
+        embedded += len(todo) + media.embedded
+        if progress is not None:
+            progress(EmbedProgress(done, total, cached_total))
+    return embedded
+
+
+def _title_for_prefix(title: str, path: str) -> str | None:
+    """A note's own title for the document prefix; a bare file stem is not a title."""
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return None if not title or title == stem else title
+
+
+def embed_triggers(store: Store, embedder: Embedder, identity: EmbeddingIdentity) -> int:
+    """Make sure every trusted trigger has a cached vector; returns how many were embedded."""
+    texts = [
+        trigger_text(embedder, trigger)
+        for record in trusted_files(store)
+        for trigger, _chunk in triggers_of(store, record)
+    ]
+    keys = [cache_key(identity, text) for text in texts]
+    cached = store.cached_vectors(keys)
+    todo = [i for i, key in enumerate(keys) if key not in cached]
+    if not todo:
+        return 0
+    vectors = embedder.embed([texts[i] for i in todo], kind="document")
+    with store.transaction():
+        store.put_vectors((keys[i], vectors[row]) for row, i in enumerate(todo))
+    return len(todo)

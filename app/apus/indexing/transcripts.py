@@ -26,17 +26,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from apus.config import Settings
-from apus.index.progress import ProgressCallback, SyncProgress
-from apus.index.store import (
-    ChunkRecord,
-    NewFile,
+from apus.index.store import ChunkRecord, NewFile, Store
+from apus.index.transcript_store import (
     NewTranscript,
-    Store,
     TranscriptAppend,
     TranscriptRecord,
     TranscriptState,
+    TranscriptStore,
     TranscriptTouch,
 )
+from apus.indexing.progress import ProgressCallback, SyncProgress
 from apus.vault import transcripts as tx
 from apus.vault.transcripts import Message, Reading, ReadPosition, TranscriptFile
 
@@ -85,13 +84,14 @@ class _Change:
         if not self.pending():
             return
         searched = bool(self.new or self.appends)  # chunks change, not only read positions
+        transcripts = TranscriptStore(store)
         with store.transaction():
-            added = [store.add_transcript(new) for new in self.new]
+            added = [transcripts.add(new) for new in self.new]
             for append in self.appends:
-                store.append_transcript(append)
+                transcripts.append(append)
             for file_id, record, touch in self.reads:
-                store.touch_transcript(file_id, touch)
-                store.record_transcript_read(file_id, record)
+                transcripts.touch(file_id, touch)
+                transcripts.record_read(file_id, record)
             generation = store.bump_generation() if searched else store.generation()
         changed = added + self.refreshed
         if mirror is not None and searched:
@@ -112,12 +112,13 @@ def sync_transcripts(
     when transcripts are off). `mirror` applies a committed change to the keyword index
     (None: the keyword index is rebuilt from the store after this step)."""
     report = TranscriptReport(enabled=tx.enabled(settings.search))
+    transcripts = TranscriptStore(store)
     if not report.enabled:
-        _remove(store, store.transcript_file_ids(), mirror, report)
+        _remove(store, transcripts.file_ids(), mirror, report)
         return report
     found, problems = tx.find_transcripts(tx.roots(settings), cancel)
     report.files = len(found)
-    known = store.transcript_states()
+    known = transcripts.states()
     keys = {transcript.key for transcript in found}
     _remove(store, [s.file_id for k, s in known.items() if k not in keys], mirror, report)
     signature = chunking_signature(settings)
@@ -244,8 +245,9 @@ def _append(
         title = state.title
         change.reads.append((state.file_id, record, _touch(transcript, record, title)))
         return
-    first_ordinal, first_line = _open_chunk(store.transcript_chunk_lines(state.file_id))
-    tail = store.transcript_messages_from_line(state.file_id, first_line) if first_line else []
+    transcripts = TranscriptStore(store)
+    first_ordinal, first_line = _open_chunk(transcripts.chunk_lines(state.file_id))
+    tail = transcripts.messages_from_line(state.file_id, first_line) if first_line else []
     chunks = tx.chunk_messages([*tail, *appended], settings.search.chunking.tokens, first_ordinal)
     title = state.title
     if title == transcript.key:  # no user message until now

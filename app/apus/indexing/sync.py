@@ -2,11 +2,13 @@
 
 Keyword data is committed in batches before embedding starts, so search by words is correct
 as soon as the keyword step ends; the embedding step then runs with the session's provider.
+A first index grows its keyword index as batches commit (an empty one is made at the start),
+so a large vault answers by words within seconds, over the notes read so far.
 Every batch is a transaction: a killed or cancelled run keeps what it committed and the next
 run continues from there.
 
 A forced run instead builds a whole new index beside the live one and swaps it in when it is
-complete (apus.index.shadow), so search keeps answering from the old index meanwhile.
+complete (apus.indexing.shadow), so search keeps answering from the old index meanwhile.
 """
 
 from __future__ import annotations
@@ -23,11 +25,8 @@ from typing import Any
 from apus.config import Settings
 from apus.embed.providers import ProviderResolution
 from apus.errors import VaultError
-from apus.index.embedding import EmbedOutcome, EmbedRequest, run_embedding
-from apus.index.holds import hold_point, hold_progress
 from apus.index.keyword import KeywordIndex
-from apus.index.lock import WriterLock
-from apus.index.media import MEDIA_RULE, admit_media, is_media_path, media_new_file, read_media
+from apus.index.media import MEDIA_RULE, is_media_path
 from apus.index.note_filter import fold_tag
 from apus.index.note_problems import (
     FRONTMATTER_FIX,
@@ -37,17 +36,22 @@ from apus.index.note_problems import (
     load_problems,
     save_problems,
 )
-from apus.index.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
-from apus.index.shadow import discard_leftover, open_shadow, shadow_dir, swap_in
+from apus.index.sqlite import IndexWriteError
 from apus.index.store import (
     ChunkRecord,
     FileRecord,
-    IndexWriteError,
     NewFile,
     SetAside,
     Store,
 )
-from apus.index.transcripts import TranscriptReport, sync_transcripts
+from apus.indexing.embedding import EmbedOutcome, EmbedRequest, run_embedding
+from apus.indexing.holds import hold_point, hold_progress
+from apus.indexing.lock import WriterLock
+from apus.indexing.media import admit_media, media_new_file, read_media
+from apus.indexing.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
+from apus.indexing.reading_progress import ReadingProgressFile
+from apus.indexing.shadow import discard_leftover, open_shadow, shadow_dir, swap_in
+from apus.indexing.transcripts import TranscriptReport, sync_transcripts
 from apus.vault.chunk import CHUNKING_VERSION, Chunk, iter_chunks
 from apus.vault.dates import date_from_path
 from apus.vault.markdown import ParsedNote, parse_note
@@ -64,6 +68,10 @@ from apus.vault.scan import (
 _BATCH_FILES = 500
 # Above this many changed files a fresh keyword build is cheaper than incremental updates.
 _REBUILD_THRESHOLD = 2000
+# A first index mirrors its first batch into the keyword index at once, then waits for twice
+# as many files each time: searchable from the first batch, yet only about log2(files / 500)
+# Whoosh commits (each one also makes every reader recollect its statistics).
+_FIRST_MIRROR_FILES = _BATCH_FILES
 # A note this large reports its own progress while its chunks are made and written
 # (with a raised maxFileBytes that can take minutes), every this many chunks.
 _LARGE_NOTE_BYTES = 8 * 1024 * 1024
@@ -171,6 +179,9 @@ class SyncPlan:
     skipped: list[SkippedFile]
     rebuild_keyword: bool
     unchanged: int
+    # A first index: the keyword index starts empty and grows batch by batch (see
+    # _BatchWriter), instead of being built once every note is read.
+    grow_keyword: bool = False
     # Notes with a problem, by path: those of the last sync, less the notes this one reads
     # again or finds gone, plus what it finds (saved when the sync ends; a rename moves one).
     problems: dict[str, NoteProblem] = field(default_factory=dict)
@@ -215,6 +226,9 @@ def plan_sync(
         or keyword_state.generation != store.generation()
         or len(to_read) > _REBUILD_THRESHOLD
     )
+    # Nothing stored yet (a first index, or an index set aside as damaged): there is no old
+    # keyword index worth serving meanwhile, so it grows from the first committed batch.
+    grow_keyword = rebuild_keyword and not force and store.counts() == (0, 0)
     # A forced rebuild reads every note again and finds their problems anew.
     problems = {} if force else load_problems(store)
     return SyncPlan(
@@ -224,9 +238,10 @@ def plan_sync(
         gone,
         gone_by_sha,
         list(scan.skipped),
-        rebuild_keyword,
+        rebuild_keyword and not grow_keyword,
         unchanged,
-        problems,
+        grow_keyword=grow_keyword,
+        problems=problems,
     )
 
 
@@ -255,6 +270,10 @@ class _BatchWriter:
         self.renames: list[tuple[FileRecord, ScannedFile, _NoteFacts]] = []
         self.removed_ids: list[int] = []
         self.refused: list[str] = []  # paths of notes the store would not take
+        # Growing a first index: files committed to the store, not yet in the keyword index,
+        # and how many to gather before the next keyword commit (doubles each time).
+        self._unmirrored: list[int] = []
+        self._mirror_at = _FIRST_MIRROR_FILES
 
     def write_note(self, new: NewFile, reuse_ids: list[int | None] | None = None) -> int | None:
         """Add one note inside the batch's transaction; a note the database refuses (a value
@@ -307,7 +326,11 @@ class _BatchWriter:
                     ids.append(file_id)
                     written.append(new)
             generation = store.bump_generation()
-        if not self.plan.rebuild_keyword:
+        if self.plan.grow_keyword:
+            self._unmirrored.extend(ids)
+            if len(self._unmirrored) >= self._mirror_at:
+                self.mirror_grown()
+        elif not self.plan.rebuild_keyword:
             known = self.plan.known
             replaced = [known[new.path].id for new in written if new.path in known]
             # Read back lazily: Whoosh takes them one by one (its writer's pool is bounded).
@@ -316,15 +339,24 @@ class _BatchWriter:
             )
         self.new, self.renames = [], []
 
+    def mirror_grown(self) -> None:
+        """A first index: add the files committed since the last keyword commit."""
+        if not self._unmirrored or self.plan.rebuild_keyword:
+            return
+        ids, self._unmirrored = self._unmirrored, []
+        self._mirror_at *= 2
+        self.mirror([], self.store.iter_chunks(ids), self.store.generation())
+
     def mirror(self, remove: list[int], add: Iterable[ChunkRecord], generation: int) -> None:
         try:
             self.keyword.apply(remove_file_ids=remove, add_chunks=add, generation=generation)
         except Exception:  # damage that opening did not show (Whoosh raises many types)
             self.plan.rebuild_keyword = True
+            self.plan.grow_keyword = False
 
 
 class _ShadowWriter(_BatchWriter):
-    """Writes a forced rebuild into the shadow store, beside the live one (apus.index.shadow).
+    """Writes a forced rebuild into the shadow store, beside the live one (apus.indexing.shadow).
 
     Every chunk whose text is unchanged keeps the id it has in the live store: a reader that
     pairs the new store with the old keyword index or FAISS for a moment while they are
@@ -421,9 +453,11 @@ class Indexer:
         started = time.monotonic()
         report = SyncReport()
         told = progress or ignore_progress
+        reading = ReadingProgressFile(self.index_dir)  # for searches in other processes
 
         def emit(event: SyncProgress) -> None:
             told(event)
+            reading.publish(event)
             hold_progress(event)  # a test hook: nothing unless APUS_TEST_HOLD is set
 
         with WriterLock(self.index_dir, self.vault):
@@ -438,6 +472,7 @@ class Indexer:
                     self._update_in_place(store, report, reembed, cancel, emit)
             finally:
                 store.close()
+                reading.clear()
             hold_point("end")
         report.seconds = time.monotonic() - started
         return report
@@ -477,7 +512,7 @@ class Indexer:
         emit: ProgressCallback,
     ) -> None:
         """`--force`: build a whole new index beside the live one, which keeps serving, and
-        swap it in once its keyword part is complete (see apus.index.shadow). Stopped before
+        swap it in once its keyword part is complete (see apus.indexing.shadow). Stopped before
         that, it is discarded and the live index stays as it was."""
         folder = shadow_dir(self.index_dir)
         shadow = open_shadow(self.index_dir, live)
@@ -568,7 +603,10 @@ class Indexer:
             if live is not None
             else _BatchWriter(store, keyword, plan, emit)
         )
+        if plan.grow_keyword:
+            self._start_keyword(store, keyword, plan)
         self._read_changed(plan, writer, report, cancel, emit)
+        writer.mirror_grown()
         self._remove_gone(plan, writer, report)
         report.sessions = sync_transcripts(
             store,
@@ -707,6 +745,16 @@ class Indexer:
             generation = store.bump_generation() if removed_ids else store.generation()
         if removed_ids and not plan.rebuild_keyword:
             writer.mirror(removed_ids, [], generation)
+
+    @staticmethod
+    def _start_keyword(store: Store, keyword: KeywordIndex, plan: SyncPlan) -> None:
+        """A first index: an empty keyword index now, so searches find each batch once it
+        is committed; one that cannot be made is built at the end instead, as before."""
+        try:
+            keyword.rebuild(store)  # nothing stored yet: empty, stamped with the generation
+        except (OSError, IndexWriteError):
+            plan.grow_keyword = False
+            plan.rebuild_keyword = True
 
     @staticmethod
     def _rebuild_keyword(

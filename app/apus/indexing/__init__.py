@@ -1,0 +1,1 @@
+"""The write path: a sync of a vault into the index, and the embedding of what it lacks."""

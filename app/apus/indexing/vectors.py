@@ -1,0 +1,140 @@
+"""The write half of the FAISS vector index: vectors.faiss brought in line with the store.
+
+The embedding step runs `VectorWriter.refresh` after each sync; searches read the file it
+writes through `apus.index.vectors.VectorIndex`. A file that is missing, damaged, built from
+another store, or whose vectors differ from the store's is rebuilt from the store, where
+every vector lives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from apus.embed.base import EmbeddingIdentity
+from apus.index.store import Store
+from apus.index.vectors import VectorHealth, VectorIndex
+
+# Vectors compared with the store on each refresh: cheap, and over many syncs they catch a
+# file that matches its stamp but not the store (vectors replaced under the same chunk ids).
+_SAMPLE = 8
+
+
+class VectorWriter(VectorIndex):
+    """A `VectorIndex` that also writes the file; `last_refresh` is what `refresh` found and did."""
+
+    def __init__(self, index_dir: Path) -> None:
+        super().__init__(index_dir)
+        self.last_refresh = VectorHealth("ok")
+
+    def refresh(self, store: Store, identity: EmbeddingIdentity) -> int:
+        """Bring the FAISS file in line with the store's vectors for `identity`; return count.
+
+        A file that is missing, damaged, built from another store, or whose vectors differ
+        from the store's is rebuilt from the store; `last_refresh` says so and why.
+        """
+        key = identity.key()
+        loaded = self._load(key)
+        index = loaded.index
+        problem = "" if loaded.health.usable or not loaded.built else loaded.health.reason
+        stamp = self.stamp() or {}
+        if index is not None and not stamp.get("sha256"):
+            index, problem = None, "it was written by an older Apus, without a checksum"
+        elif index is not None and stamp.get("store_id") != store.store_id():
+            index, problem = None, "it was built from another index database"
+        elif index is not None and index.d != identity.dims:
+            problem = f"it has {index.d} dimensions, the model {identity.dims}"
+            index = None
+        wanted = store.vector_chunk_ids(key)
+        changed = index is None or stamp.get("identity") != key
+        if index is not None:
+            changed |= self._update(index, store, key, wanted)
+            problem = _content_problem(index, store, key, wanted)
+            if problem:
+                index = None
+        if index is None:
+            index = self._build(store, identity, wanted)
+            changed = True
+        self.last_refresh = VectorHealth("rebuilt", problem) if problem else VectorHealth("ok")
+        if changed:
+            self._write(index, key, store.store_id(), repaired=problem)
+        return int(index.ntotal)
+
+    @staticmethod
+    def _update(index: faiss.IndexIDMap, store: Store, key: str, wanted: set[int]) -> bool:
+        """Remove vectors of chunks gone, add those of new chunks; True if anything changed."""
+        present = set(faiss.vector_to_array(index.id_map).tolist()) if index.ntotal else set()
+        stale = present - wanted
+        if stale:
+            index.remove_ids(faiss.IDSelectorBatch(np.fromiter(stale, dtype=np.int64)))
+        missing = sorted(wanted - present)
+        _add_from_store(index, store, key, missing)
+        return bool(stale or missing)
+
+    @staticmethod
+    def _build(store: Store, identity: EmbeddingIdentity, wanted: set[int]) -> faiss.IndexIDMap:
+        index = faiss.IndexIDMap2(faiss.IndexFlatIP(identity.dims))
+        _add_from_store(index, store, identity.key(), sorted(wanted))
+        return index
+
+    def _write(
+        self, index: faiss.Index, identity_key: str, store_id: str, *, repaired: str
+    ) -> None:
+        data = faiss.serialize_index(index).tobytes()
+        digest = hashlib.sha256(data).hexdigest()
+        previous = self.stamp() or {}
+        stamp = {
+            "identity": identity_key,
+            "store_id": store_id,
+            "count": int(index.ntotal),
+            "sha256": digest,
+            "at": time.time(),
+            "repaired": repaired,  # why this file was rebuilt from the store, if it was
+        }
+        if previous.get("identity") == identity_key and previous.get("sha256"):
+            # Readers may still hold the file this one replaces: let them check it too.
+            stamp["previous_sha256"] = previous["sha256"]
+            stamp["previous_count"] = previous.get("count")
+        # Stamp first, then the file: a reader sees an old file with a stamp that still
+        # knows it, never a file its stamp has not heard of (see _load).
+        _atomic_write(self.stamp_path, json.dumps(stamp).encode("utf-8"))
+        _atomic_write(self.path, data)
+
+
+def _add_from_store(index: faiss.Index, store: Store, key: str, chunk_ids: list[int]) -> None:
+    if not chunk_ids:
+        return
+    ids: list[int] = []
+    rows: list[np.ndarray] = []
+    for chunk_id, vector in store.vectors_for_chunks(key, chunk_ids):
+        ids.append(chunk_id)
+        rows.append(vector)
+    if ids:
+        index.add_with_ids(np.vstack(rows).astype(np.float32), np.asarray(ids, np.int64))
+
+
+def _content_problem(index: faiss.Index, store: Store, key: str, wanted: set[int]) -> str:
+    """Why the index does not hold the store's vectors, or "" (count, then a sample)."""
+    if index.ntotal != len(wanted):
+        return f"it held {index.ntotal} vectors for the store's {len(wanted)}"
+    sample = random.sample(sorted(wanted), min(_SAMPLE, len(wanted)))
+    for chunk_id, vector in store.vectors_for_chunks(key, sample):
+        if not np.allclose(index.reconstruct(chunk_id), vector, atol=1e-6):
+            return f"its vector of chunk {chunk_id} differs from the store's"
+    return ""
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

@@ -26,7 +26,7 @@ from apus.config import Settings
 from apus.errors import ConfigError
 from apus.index.note_filter import NoteFilter
 from apus.search.engine import Searcher, SearchHit
-from apus.search.options import SearchOptions
+from apus.search.options import Mode, SearchOptions
 
 Layout = Literal["notes", "transcripts"]
 # The literature scores categories 1-4; 5 (adversarial: no answer in the conversation) apart.
@@ -100,7 +100,7 @@ class Tally:
 
 @dataclass(frozen=True)
 class ConversationMetrics:
-    mode: str
+    mode: str  # a search Mode, or "bm25/session" and "bm25/turn" for the references
     questions: int
     recall_at_5: float
     recall_at_10: float
@@ -334,7 +334,7 @@ class LocomoResult:
 
 def evaluate_conversations(
     runs: Sequence[ConversationRun],
-    modes: Sequence[str],
+    modes: Sequence[Mode],
     *,
     variants: Sequence[Variant] = (DEFAULTS,),
     today: Callable[[Conversation], dt.date] | None = None,
@@ -364,7 +364,7 @@ def evaluate_conversations(
                 )
                 try:
                     for mode in modes:
-                        options = SearchOptions(mode=mode, filters=run.filters)  # type: ignore[arg-type]
+                        options = SearchOptions(mode=mode, filters=run.filters)
                         accumulator = tallies[(variant.label, mode)]
                         for question in conversation.questions:
                             hits = searcher.search(question.text, options).hits

@@ -23,7 +23,7 @@ from apus.config import Settings, load_settings
 from apus.index.store import Store
 from apus.index.vectors import nearest
 from apus.search.engine import Searcher, SearchResponse
-from apus.search.options import SearchOptions
+from apus.search.options import Mode, SearchOptions
 from apus.search.vector_leg import VectorAvailability
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LatencyFigures:
-    mode: str
+    mode: Mode
     queries: int
     p50_ms: float
     p95_ms: float
@@ -128,7 +128,7 @@ def run_search_bench(
     index_dir: Path,
     *,
     queries: int = 300,
-    modes: tuple[str, ...] = ("keyword",),
+    modes: tuple[Mode, ...] = ("keyword",),
     model_path: str = "",
     synthetic_vectors: bool = False,
     copies: int = 1,
@@ -174,11 +174,11 @@ def run_search_bench(
 
 def _time_mode(
     search: Callable[[str, SearchOptions], SearchResponse],
-    mode: str,
+    mode: Mode,
     texts: list[str],
     leg: _TimedVectorLeg | None,
 ) -> LatencyFigures:
-    options = SearchOptions(mode=mode)  # type: ignore[arg-type]
+    options = SearchOptions(mode=mode)
     for text in texts[:10]:  # warm caches and the server
         search(text, options)
     timings: list[float] = []

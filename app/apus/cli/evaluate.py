@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from apus.benchmarks.beir import ModeMetrics, Split, VariantResult
     from apus.config import Settings
+    from apus.search.options import Mode
 
 
 @click.command("eval")
@@ -100,7 +101,7 @@ def evaluate(
     conversations: str,
     layout: str,
     today: str,
-    modes: tuple[str, ...],
+    modes: tuple[Mode, ...],  # click.Choice's
     limit_docs: int | None,
     model: str | None,
     prefix_scheme: str,
@@ -161,7 +162,7 @@ def _run_beir(
     collection_dir: Path,
     judgments: Path,
     *,
-    modes: tuple[str, ...],
+    modes: tuple[Mode, ...],
     limit_docs: int | None,
     model: str | None,
     prefix_scheme: str,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -12,17 +12,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from apus.index.status import EmbeddingsState, IndexStatus
 from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import eta_text, home_relative, plural
-from apus.tui.widgets.status_bar import StatusBar
+from apus.tui.screens.with_status import StatusBarScreen
 from apus.units import human_size
-
-if TYPE_CHECKING:
-    from apus.tui.app import ApusApp
 
 _LABEL_WIDTH = 12
 _LIST_LIMIT = 30
@@ -106,8 +102,9 @@ def _embeddings_rows(state: EmbeddingsState, row: Callable[..., None]) -> None:
         row("", f"{key}: {item}", "$text-muted")
 
 
-class StatusScreen(NotifiesWorkerErrors, Screen[None]):
-    """The full index status; the provider is probed once each time it opens or refreshes."""
+class StatusScreen(NotifiesWorkerErrors, StatusBarScreen):
+    """The full index status from `load_status`; the provider is probed once each time it
+    opens or refreshes."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back", id="close_status", tooltip="Close status"),
@@ -126,15 +123,15 @@ class StatusScreen(NotifiesWorkerErrors, Screen[None]):
         status: IndexStatus
         probing: bool
 
-    @property
-    def apus(self) -> ApusApp:
-        return cast("ApusApp", self.app)
+    def __init__(self, load_status: Callable[..., IndexStatus]) -> None:
+        super().__init__()
+        self.load_status = load_status
 
     def compose(self) -> ComposeResult:
         yield Static("Index status", id="status-title")
         with VerticalScroll(id="status-scroll"):
             yield Static("Reading the index…", id="status-body")
-        yield StatusBar()
+        yield self.status_bar()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -145,8 +142,8 @@ class StatusScreen(NotifiesWorkerErrors, Screen[None]):
 
     @work(thread=True, exclusive=True, group="status", exit_on_error=False)
     def _load_status(self) -> None:
-        self.post_message(self.Loaded(self.apus.load_status(deep=False), probing=True))
-        self.post_message(self.Loaded(self.apus.load_status(deep=True), probing=False))
+        self.post_message(self.Loaded(self.load_status(deep=False), probing=True))
+        self.post_message(self.Loaded(self.load_status(deep=True), probing=False))
 
     def on_status_screen_loaded(self, message: Loaded) -> None:
         body = status_content(message.status, probing=message.probing)

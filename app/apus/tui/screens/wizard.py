@@ -6,13 +6,14 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import (
     Button,
@@ -52,7 +53,6 @@ from apus.units import human_size
 if TYPE_CHECKING:
     from apus.embed.base import ProbeResult
     from apus.embed.local.catalog import ModelManifest
-    from apus.tui.app import ApusApp
 
 STEPS = ("folder", "provider", "model", "index")
 _TITLES = {
@@ -93,10 +93,20 @@ class SetupScreen(Screen[SetupChoices | None]):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, SetupScreen.DownloadProgress)
 
-    def __init__(self, settings: Settings | None, options: WizardOptions) -> None:
+    # The app's indexing, bound (`data_bind`) by the app: the last step shows it.
+    background: reactive[BackgroundWork | None] = reactive(None, init=False)
+    sync_report: reactive[SyncReport | None] = reactive(None, init=False)
+
+    def __init__(
+        self,
+        settings: Settings | None,
+        options: WizardOptions,
+        apply_setup: Callable[[SetupChoices], None],
+    ) -> None:
         super().__init__()
         self.initial = settings
         self.options = options
+        self.apply_setup = apply_setup
         self.step = "folder"
         self.folder: FolderCheck | None = None
         self.provider: ProviderChoice = _initial_provider(settings)
@@ -107,10 +117,6 @@ class SetupScreen(Screen[SetupChoices | None]):
         self.keyword_ready = False
         self.testing = False  # one request to the chosen provider is under way
         self.tested = ""  # what the test found, shown once the choices are saved
-
-    @property
-    def apus(self) -> ApusApp:
-        return cast("ApusApp", self.app)
 
     # -- layout --------------------------------------------------------------------------
 
@@ -564,12 +570,11 @@ class SetupScreen(Screen[SetupChoices | None]):
             f"Saved your choices to {home_relative(written)}.{self.tested}"
         )
         self._show_step()
-        self.watch(self.app, "background", self._index_progress)
-        self.watch(self.app, "sync_report", self._index_done, init=False)
-        self.apus.apply_setup(choices)
+        self.apply_setup(choices)
+        self.watch_background(self.background)
 
-    def _index_progress(self, work: BackgroundWork | None) -> None:
-        if work is None:
+    def watch_background(self, work: BackgroundWork | None) -> None:
+        if work is None or self.step != "index":
             return
         phase = self.query_one("#index-phase", Static)
         bar = self.query_one("#index-bar", ProgressBar)
@@ -585,8 +590,9 @@ class SetupScreen(Screen[SetupChoices | None]):
                 "you can start searching now."
             )
 
-    def _index_done(self, report: SyncReport | None) -> None:
-        if report is None:
+    def watch_sync_report(self, old: SyncReport | None, report: SyncReport | None) -> None:
+        # The binding sets the last report again when it starts; only a new one is news.
+        if report is None or report is old or self.step != "index":
             return
         self.query_one("#index-phase", Static).update(
             f"Indexed {report.files:,} notes ({report.chunks:,} passages)."

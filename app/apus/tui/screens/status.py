@@ -93,13 +93,73 @@ def _embeddings_rows(state: EmbeddingsState, row: Callable[..., None]) -> None:
     row("Embeddings", value)
     if state.fix:
         row("", Content.styled(f"Fix: {state.fix}", "$text-accent"))
-    details = state.as_dict()
-    for key in ("state", "reason", "fix"):
-        details.pop(key, None)
+    for label, item in embedding_fields(state):
+        row("", f"{label}: {item}", "$text-muted")
+
+
+# The provider's own facts (`describe()`), named as a reader knows them; the model, its
+# dimensions and prefixes are shown from the identity already.
+_DESCRIBE_LABELS = {
+    "state": "server",
+    "endpoint": "endpoint",
+    "pid": "server pid",
+    "device": "device",
+    "gpu_layers": "GPU layers",
+    "log": "server log",
+    "error": "server error",
+    "fix": "server fix",
+    "system_info": "llama.cpp",
+    "crashes": "crashes",
+    "file": "model file",
+}
+_SHOWN_FROM_IDENTITY = frozenset({"provider", "model", "dims", "prefix_scheme"})
+
+
+def embedding_fields(state: EmbeddingsState) -> list[tuple[str, str]]:
+    """The details of the embeddings as (label, value) lines: identity, progress, the
+    provider's facts and the probe, each value in words."""
+    fields: list[tuple[str, str]] = []
+    identity = state.identity
+    if identity is not None:
+        fields += [
+            ("model", f"{identity.model} ({identity.provider})"),
+            ("dimensions", str(identity.dims)),
+            ("prefixes", identity.prefix_scheme),
+            ("identity", identity.key()),
+            ("vectors", f"{state.vectors or 0:,}"),
+        ]
+    if state.percent is not None:
+        fields.append(("progress", f"{state.percent}%"))
     if state.eta_seconds is not None:
-        details["eta"] = eta_text(state.eta_seconds)
-    for key, item in details.items():
-        row("", f"{key}: {item}", "$text-muted")
+        fields.append(("eta", eta_text(state.eta_seconds)))
+    for key, item in (state.describe or {}).items():
+        if item is None or item == "" or key in _SHOWN_FROM_IDENTITY:
+            continue
+        fields.append((_DESCRIBE_LABELS.get(key, key.replace("_", " ")), _words(item)))
+    probe = state.probe
+    if probe is not None:
+        if probe.ok:
+            fields.append(("probe", f"ok, {probe.dims} dimensions in {probe.seconds:.2f} s"))
+        else:
+            fields.append(("probe", f"failed after {probe.seconds:.2f} s: {probe.error}"))
+    if state.cache_entries is not None:
+        fields.append(("cache", plural(state.cache_entries, "cached embedding")))
+    return fields
+
+
+def _words(value: object) -> str:
+    """A fact from `describe()` as text: nested facts as `name value` pairs, never a repr."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "; ".join(
+            f"{str(key).replace('_', ' ')} {_words(item)}"
+            for key, item in value.items()
+            if item is not None
+        )
+    if isinstance(value, list | tuple):
+        return ", ".join(_words(item) for item in value)
+    return str(value)
 
 
 class StatusScreen(NotifiesWorkerErrors, StatusBarScreen):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from textual import work
@@ -113,6 +114,7 @@ _DESCRIBE_LABELS = {
     "file": "model file",
 }
 _SHOWN_FROM_IDENTITY = frozenset({"provider", "model", "dims", "prefix_scheme"})
+_PATH_KEYS = frozenset({"file", "log"})
 
 
 def embedding_fields(state: EmbeddingsState) -> list[tuple[str, str]]:
@@ -135,7 +137,8 @@ def embedding_fields(state: EmbeddingsState) -> list[tuple[str, str]]:
     for key, item in (state.describe or {}).items():
         if item is None or item == "" or key in _SHOWN_FROM_IDENTITY:
             continue
-        fields.append((_DESCRIBE_LABELS.get(key, key.replace("_", " ")), _words(item)))
+        value = home_relative(Path(item)) if key in _PATH_KEYS else _words(item)
+        fields.append((_DESCRIBE_LABELS.get(key, key.replace("_", " ")), value))
     probe = state.probe
     if probe is not None:
         if probe.ok:

@@ -12,6 +12,7 @@ from textual.widgets import Static
 from apus.embed.local.procs import pid_alive
 from apus.tui.app import ApusApp
 from apus.tui.screens.search import SearchScreen
+from apus.tui.screens.status import StatusScreen
 from apus.tui.widgets.status_bar import StatusBar
 from support.tiny_gguf import write_tiny_gguf
 
@@ -124,3 +125,21 @@ async def test_quitting_leaves_no_embedding_server_behind(
             break
         await pilot.pause(0.1)
     assert not pid_alive(pid)
+
+
+async def test_f4_shows_the_provider_and_the_probe_as_labelled_fields(
+    semantic_vault: Path, config_file: Path
+) -> None:
+    app = make_app(semantic_vault, config_file)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f4")
+        await settle(pilot)
+        assert isinstance(app.screen, StatusScreen)
+        body = str(app.screen.query_one("#status-body", Static).render())
+        assert "Embeddings  ready" in body
+        assert "model: tiny-embeddinggemma.gguf (local)" in body
+        assert "endpoint: http://127.0.0.1:" in body
+        assert "probe: ok, " in body and " dimensions in " in body
+        # Every fact in words: no Python dict, list or None reaches the screen.
+        assert "{'" not in body and "['" not in body and "None" not in body

@@ -3,30 +3,30 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from textual.app import App, SuspendNotSupported
+from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.reactive import reactive
+from textual.reactive import Reactive, reactive
 from textual.screen import Screen
 
 from apus.config import Settings, SettingsSource, update_config_file
 from apus.first_run import SetupChoices, detect_hardware
-from apus.index.note_filter import CORPUS_SOURCES, NoteFilter
 from apus.index.status import IndexStatus
 from apus.indexing.sync import SyncReport
 from apus.memory import Memory
 from apus.search.engine import LegReport
 from apus.search.options import ResolvedOptions, SearchOptions
-from apus.tui.commands import ApusCommands
+from apus.tui.commands import apus_commands
 from apus.tui.editor import NoEditorError, editor_command
 from apus.tui.errors import NotifiesWorkerErrors, error_text
 from apus.tui.format import home_relative
 from apus.tui.live import LiveMemory, MemoryEventMessage, StatusLoaded
 from apus.tui.messages import OpenInEditor, OpenInReader
 from apus.tui.notes import note_path
+from apus.tui.preferences import SearchPreferences
 from apus.tui.screens.browse import BrowseScreen
 from apus.tui.screens.conversation import ConversationScreen
 from apus.tui.screens.folder_picker import FolderPickerScreen
@@ -34,6 +34,7 @@ from apus.tui.screens.help import HelpScreen, HelpSections
 from apus.tui.screens.reader import ReaderScreen
 from apus.tui.screens.search import SearchScreen
 from apus.tui.screens.status import StatusScreen
+from apus.tui.screens.with_status import StatusBarScreen
 from apus.tui.screens.wizard import SetupScreen, WizardOptions
 from apus.tui.state import BackgroundWork, ProviderView
 from apus.tui.widgets.preview import NotePreview
@@ -42,21 +43,21 @@ from apus.vault import transcripts
 
 _VAULT_ACTIONS = frozenset({"show_search", "show_browse", "show_status", "sync_index", "copy_path"})
 
+# Any result type: Screen is invariant in it, and the app binds screens of every kind.
+ScreenT = TypeVar("ScreenT", bound=Screen[Any])
+
 
 class ApusApp(NotifiesWorkerErrors, App[None]):
     """Search, browse and read one vault; keeps its index fresh in the background.
 
-    The vault's headless session (`memory`) does the work; the app shows it.
+    The vault's headless session (`memory`) does the work; the app shows it. Screens get
+    what they need when the app makes them: the session (`live`), the search preferences,
+    and the app's state below through `data_bind`.
     """
 
     # Absolute, so subclasses defined elsewhere (the tests' app factory) find it too.
     CSS_PATH = Path(__file__).with_name("apus.tcss")
     TITLE = "Apus"
-    COMMANDS = App.COMMANDS | {ApusCommands}
-    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
-        "search": SearchScreen,
-        "browse": BrowseScreen,
-    }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help", id="help", tooltip="Every key and what it does"),
         Binding("f2", "show_search", "Search", id="show_search", tooltip="Search your notes"),
@@ -135,10 +136,49 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
         self.watch_override = watch
         self.start_with_setup = setup
         self.wizard_options = wizard
-        self._mmr: bool | None = None
-        self._recency: bool | None = None
-        self.show_related = False  # the related-notes panel under the preview
-        self.include_conversations = False  # search agent transcripts too
+        self.preferences = SearchPreferences(show_timings=self.show_timings)
+        self.add_mode("search", self._search_screen)
+        self.add_mode("browse", self._browse_screen)
+
+    # -- screens get what they need ----------------------------------------------------------
+
+    def _bound(self, screen: ScreenT, *reactives: Reactive[Any]) -> ScreenT:
+        """Bind the status bar's state (and `reactives`) of the app to a screen it makes.
+
+        `data_bind` binds to the node whose messages are being handled; a mode screen is made
+        while a key is handled by whichever widget has focus, so the app makes itself that
+        node here."""
+        with self._context():
+            if isinstance(screen, StatusBarScreen):
+                screen.data_bind(ApusApp.provider, ApusApp.counts, ApusApp.background)
+            if reactives:
+                screen.data_bind(*reactives)
+        return screen
+
+    def _search_screen(self) -> SearchScreen:
+        return self._bound(
+            SearchScreen(self.live, self.preferences),
+            ApusApp.index_generation,
+            ApusApp.ranking_generation,
+            ApusApp.vault_generation,
+        )
+
+    def _browse_screen(self) -> BrowseScreen:
+        return self._bound(
+            BrowseScreen(self.live), ApusApp.index_generation, ApusApp.vault_generation
+        )
+
+    def _setup_screen(self) -> SetupScreen:
+        screen = SetupScreen(self.settings, self._wizard_options(), self.apply_setup)
+        return self._bound(screen, ApusApp.background, ApusApp.sync_report)
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield from apus_commands(self, self.selected_path(screen))
+
+    @property
+    def include_conversations(self) -> bool:
+        return self.preferences.include_conversations
 
     # -- the session ---------------------------------------------------------------------------
 
@@ -179,13 +219,7 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
 
     def search_options(self) -> SearchOptions:
         """What the toggles ask for; a toggle never touched leaves its option to config."""
-        corpus = "all" if self.include_conversations else "memory"
-        return SearchOptions(
-            mode="hybrid",
-            mmr=self._mmr,
-            recency=self._recency,
-            filters=NoteFilter(sources=CORPUS_SOURCES[corpus]),
-        )
+        return self.preferences.options()
 
     def resolved_search_options(self) -> ResolvedOptions:
         """The options a search runs with now (what the toggles show)."""
@@ -201,7 +235,7 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
         else:
             self.notify(f"Unknown theme {settings.tui.theme!r} in tui.theme.", severity="warning")
         if self.start_with_setup or not settings.vault:
-            self.push_screen(SetupScreen(settings, self._wizard_options()), self._setup_closed)
+            self.push_screen(self._setup_screen(), self._setup_closed)
         else:
             self._open_vault()
 
@@ -275,14 +309,16 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
         self.push_screen(FolderPickerScreen(home_relative(self.vault)), chosen)
 
     def action_setup(self) -> None:
-        self.push_screen(SetupScreen(self.settings, self._wizard_options()), self._setup_closed)
+        self.push_screen(self._setup_screen(), self._setup_closed)
 
     # -- notes ---------------------------------------------------------------------------------
 
     def on_open_in_reader(self, message: OpenInReader) -> None:
         session_key = transcripts.session_key_of(message.rel_path)
         if session_key is not None:
-            self.push_screen(ConversationScreen(session_key, message.start_line, message.end_line))
+            self.push_screen(
+                ConversationScreen(self.live, session_key, message.start_line, message.end_line)
+            )
             return
         self.push_screen(
             ReaderScreen(self.vault, message.rel_path, message.start_line, message.end_line)
@@ -360,7 +396,7 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
 
     def action_show_status(self) -> None:
         if self.vault_open and not isinstance(self.screen, StatusScreen):
-            self.push_screen(StatusScreen())
+            self.push_screen(self._bound(StatusScreen(self.load_status)))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -368,11 +404,11 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
             self.push_screen(HelpScreen(help_sections(), keymap, str(self.config_file)))
 
     def action_toggle_mmr(self) -> None:
-        self._mmr = not self.resolved_search_options().mmr
-        self.notify(f"Diversity (MMR) {'on' if self._mmr else 'off'}.", timeout=2)
+        mmr = self.preferences.mmr = not self.resolved_search_options().mmr
+        self.notify(f"Diversity (MMR) {'on' if mmr else 'off'}.", timeout=2)
         self.ranking_generation += 1
 
-    def toggle_conversations(self) -> None:
+    def action_toggle_conversations(self) -> None:
         """Search agent transcripts too, or notes only. Transcripts must be indexed, and the
         app (which names no agent) sees them only under `tools.sessions.visibility = "all"`."""
         settings = self.settings
@@ -393,14 +429,14 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
                 timeout=6,
             )
             return
-        self.include_conversations = not self.include_conversations
+        self.preferences.include_conversations = not self.include_conversations
         state = "included" if self.include_conversations else "left out"
         self.notify(f"Conversations {state}.", timeout=2)
         self.ranking_generation += 1
 
     def action_toggle_recency(self) -> None:
-        self._recency = not self.resolved_search_options().recency
-        self.notify(f"Recency boost {'on' if self._recency else 'off'}.", timeout=2)
+        recency = self.preferences.recency = not self.resolved_search_options().recency
+        self.notify(f"Recency boost {'on' if recency else 'off'}.", timeout=2)
         self.ranking_generation += 1
 
     # -- indexing ------------------------------------------------------------------------------

@@ -8,24 +8,27 @@ changes on its own thread.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Any, Protocol
 
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.timer import Timer
+from textual.worker import Worker
+from textual.worker_manager import WorkerManager
 
-from apus.config import SettingsSource
+from apus.config import Settings, SettingsSource
 from apus.index.status import EmbeddingsState, IndexStatus
+from apus.indexing.sync import SyncReport
 from apus.memory import Memory
 from apus.memory.session import MemoryEvent, WatchStopped
 from apus.memory.sync_queue import SyncFinished, SyncProgressed, SyncStarted
 from apus.search.engine import LegReport
 from apus.tui.errors import error_text
 from apus.tui.format import plural
-from apus.tui.state import BackgroundWork, VectorEvidence, provider_view
-
-if TYPE_CHECKING:
-    from apus.tui.app import ApusApp
+from apus.tui.state import BackgroundWork, ProviderView, VectorEvidence, provider_view
 
 # The status bar re-reads the index status this often; it mostly matters while another
 # process rebuilds the vectors (this app's own indexing reports progress directly).
@@ -53,10 +56,55 @@ class StatusLoaded(Message, namespace="live"):
     status: IndexStatus
 
 
-class LiveMemory:
-    """Opens the app's Memory on a vault, keeps it live, and mirrors it into the app's state."""
+class LiveHost(Protocol):
+    """The state LiveMemory mirrors the session into, and the event loop it runs on: the app.
 
-    def __init__(self, app: ApusApp) -> None:
+    A protocol, so that this module (which screens import for the session) never imports
+    the app."""
+
+    provider: ProviderView
+    counts: str
+    background: BackgroundWork | None
+    sync_report: SyncReport | None
+    index_generation: int
+
+    @property
+    def workers(self) -> WorkerManager: ...
+
+    def post_message(self, message: Message) -> bool: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
+
+    def set_interval(
+        self, interval: float, callback: Callable[[], object], *, name: str | None = None
+    ) -> Timer: ...
+
+    def run_worker(
+        self,
+        work: Callable[[], None],
+        *,
+        thread: bool = False,
+        exclusive: bool = False,
+        group: str = "default",
+        exit_on_error: bool = True,
+    ) -> Worker[Any]: ...
+
+
+class LiveMemory:
+    """Opens the app's Memory on a vault, keeps it live, and mirrors it into the app's state.
+
+    Screens and widgets get this (not the app) for the session: it stays the same object
+    while the vault, and so the Memory behind it, changes."""
+
+    def __init__(self, app: LiveHost) -> None:
         self.app = app
         self.memory: Memory | None = None
         self._embeddings: EmbeddingsState | None = None
@@ -65,6 +113,21 @@ class LiveMemory:
         self._embed_warning = ""
         self._phase = ""
         self._poll: Timer | None = None
+
+    @property
+    def session(self) -> Memory:
+        """The open vault's session (only while a vault is open)."""
+        if self.memory is None:
+            raise RuntimeError("no vault is open")
+        return self.memory
+
+    @property
+    def settings(self) -> Settings:
+        return self.session.settings
+
+    @property
+    def vault(self) -> Path:
+        return self.session.settings.vault_path()
 
     # -- opening and closing ----------------------------------------------------------------
 
@@ -91,7 +154,9 @@ class LiveMemory:
         if self._poll is not None:
             self._poll.stop()
             self._poll = None
-        self.app.workers.cancel_group(self.app, "status")
+        for worker in self.app.workers:
+            if worker.group == "status":
+                worker.cancel()
         if self.memory is not None:
             self.memory.close()
             self.memory = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -13,21 +13,19 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.content import Content
 from textual.message import Message
-from textual.screen import Screen
+from textual.reactive import reactive
 from textual.widgets import DirectoryTree, Footer, OptionList, TabbedContent, TabPane, Tree
 from textual.widgets.option_list import Option
 
 from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import day_label
+from apus.tui.live import LiveMemory
 from apus.tui.messages import OpenInReader
+from apus.tui.screens.with_status import StatusBarScreen
 from apus.tui.widgets.preview import NotePreview
-from apus.tui.widgets.status_bar import StatusBar
 from apus.tui.widgets.trees import NotesTree
 from apus.vault.dates import date_from_path
 from apus.vault.scan import ScannedFile, scan_roots
-
-if TYPE_CHECKING:
-    from apus.tui.app import ApusApp
 
 RECENT_LIMIT = 100
 
@@ -51,7 +49,9 @@ def list_vault(files: list[ScannedFile]) -> VaultListing:
     return VaultListing(recent, by_day)
 
 
-class BrowseScreen(NotifiesWorkerErrors, Screen[None]):
+class BrowseScreen(NotifiesWorkerErrors, StatusBarScreen):
+    """The vault of `live`; the app binds the generations: a new index or vault lists again."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
             "f",
@@ -66,35 +66,45 @@ class BrowseScreen(NotifiesWorkerErrors, Screen[None]):
     class Listed(Message, bubble=False):
         listing: VaultListing
 
-    @property
-    def apus(self) -> ApusApp:
-        return cast("ApusApp", self.app)
+    index_generation: reactive[int] = reactive(0, init=False)
+    vault_generation: reactive[int] = reactive(0, init=False)
+
+    def __init__(self, live: LiveMemory) -> None:
+        super().__init__()
+        self.live = live
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="browse-body"):
             with TabbedContent(id="browse-tabs"):
                 with TabPane("Folders", id="tab-folders"):
-                    yield NotesTree(self.apus.vault, id="notes-tree")
+                    yield NotesTree(self.live.vault, id="notes-tree")
                 with TabPane("Recent", id="tab-recent"):
                     yield OptionList(id="recent")
                 with TabPane("By day", id="tab-days"):
                     yield Tree("Dated notes", id="days")
             yield NotePreview(placeholder="Choose a note to preview it here.", id="preview")
-        yield StatusBar()
+        yield self.status_bar()
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#days", Tree).show_root = False
-        self.watch(self.app, "index_generation", lambda _g: self.refresh_listing(), init=False)
-        self.watch(self.app, "vault_generation", self._vault_changed, init=False)
         self.refresh_listing()
+
+    # Only a change on a mounted screen is news (see SearchScreen).
+    def watch_index_generation(self, old: int, new: int) -> None:
+        if old != new and self.is_mounted:
+            self.refresh_listing()
+
+    def watch_vault_generation(self, old: int, new: int) -> None:
+        if old != new and self.is_mounted:
+            self._vault_changed()
 
     def refresh_listing(self) -> None:
         self._list()
 
     @work(thread=True, exclusive=True, group="listing", exit_on_error=False)
     def _list(self) -> None:
-        settings = self.apus.settings
+        settings = self.live.settings
         scan = scan_roots(
             settings.vault_path(),
             settings.extra_roots(),
@@ -121,18 +131,18 @@ class BrowseScreen(NotifiesWorkerErrors, Screen[None]):
             for rel_path in paths:
                 month_node.add_leaf(f"{day_label(day)}  {rel_path}", data=rel_path)
 
-    def _vault_changed(self, _generation: int) -> None:
-        self.query_one(NotesTree).path = self.apus.vault
+    def _vault_changed(self) -> None:
+        self.query_one(NotesTree).path = self.live.vault
         self.query_one(NotePreview).clear()
         self.refresh_listing()
 
     def _preview(self, rel_path: str) -> None:
-        self.query_one(NotePreview).show_note(self.apus.vault, rel_path)
+        self.query_one(NotePreview).show_note(self.live.vault, rel_path)
 
     @on(DirectoryTree.FileSelected, "#notes-tree")
     def _file_selected(self, event: DirectoryTree.FileSelected) -> None:
         path = event.path.resolve()
-        vault = self.apus.vault
+        vault = self.live.vault
         if path.is_relative_to(vault):
             self._preview(path.relative_to(vault).as_posix())
 

@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from apus.tui.errors import NotifiesWorkerErrors
+from apus.tui.live import LiveMemory
 from apus.tui.widgets.conversation import ConversationView
 
 
@@ -26,14 +27,17 @@ class ConversationScreen(NotifiesWorkerErrors, Screen[None]):
         ),
     ]
 
-    def __init__(self, session_key: str, start_line: int = 0, end_line: int = 0) -> None:
+    def __init__(
+        self, live: LiveMemory, session_key: str, start_line: int = 0, end_line: int = 0
+    ) -> None:
         super().__init__()
+        self.live = live
         self.session_key = session_key
         self.start_line = start_line
         self.end_line = end_line
 
     def compose(self) -> ComposeResult:
-        yield ConversationView(id="conversation")
+        yield ConversationView(self.live, id="conversation")
         yield Footer()
 
     def on_mount(self) -> None:

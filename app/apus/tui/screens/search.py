@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import Screen
+from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, OptionList, Static
 from textual.worker import get_current_worker
@@ -20,16 +20,15 @@ from apus.search.engine import SearchHit, SearchResponse
 from apus.search.options import SearchOptions
 from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import plural
+from apus.tui.live import LiveMemory
 from apus.tui.messages import OpenInReader
+from apus.tui.preferences import SearchPreferences
+from apus.tui.screens.with_status import StatusBarScreen
 from apus.tui.widgets.conversation import ConversationView
 from apus.tui.widgets.preview import NotePreview
 from apus.tui.widgets.related import RelatedNotes
 from apus.tui.widgets.results import ResultList
-from apus.tui.widgets.status_bar import StatusBar
 from apus.vault import transcripts
-
-if TYPE_CHECKING:
-    from apus.tui.app import ApusApp
 
 # A fast typist's intermediate queries are skipped: at most one search per this interval.
 SEARCH_DEBOUNCE_S = 0.08
@@ -37,8 +36,12 @@ SEARCH_DEBOUNCE_S = 0.08
 PREVIEW_DEBOUNCE_S = 0.06
 
 
-class SearchScreen(NotifiesWorkerErrors, Screen[None]):
-    """Results as you type: keyword first, then hybrid when embeddings can answer."""
+class SearchScreen(NotifiesWorkerErrors, StatusBarScreen):
+    """Results as you type: keyword first, then hybrid when embeddings can answer.
+
+    Searches the session of `live` with `preferences`; the app binds the generations below
+    (`data_bind`): a changed index or ranking searches again, a changed vault starts over.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding(
@@ -59,7 +62,7 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         ),
         Binding(
             "ctrl+o",
-            "toggle_conversations",
+            "app.toggle_conversations",
             "Conversations",
             id="toggle_conversations",
             show=False,  # the footer is full; the empty search screen names the key instead
@@ -75,8 +78,14 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         response: SearchResponse
         final: bool
 
-    def __init__(self) -> None:
+    index_generation: reactive[int] = reactive(0, init=False)
+    ranking_generation: reactive[int] = reactive(0, init=False)
+    vault_generation: reactive[int] = reactive(0, init=False)
+
+    def __init__(self, live: LiveMemory, preferences: SearchPreferences) -> None:
         super().__init__()
+        self.live = live
+        self.preferences = preferences
         self.query_text = ""
         self.response: SearchResponse | None = None
         self._search_timer: Timer | None = None
@@ -86,10 +95,6 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         self._searched_at = 0.0
         # Keystroke to results shown, per pass ("keyword", "hybrid"), for the last query.
         self.latency_ms: dict[str, float] = {}
-
-    @property
-    def apus(self) -> ApusApp:
-        return cast("ApusApp", self.app)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="query-row"):
@@ -101,19 +106,34 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
                 yield ResultList(id="results")
             with Vertical(id="preview-pane"):
                 yield NotePreview(placeholder="Select a result to preview it here.", id="preview")
-                yield ConversationView(id="conversation-preview")
-                yield RelatedNotes(id="related")
-        yield StatusBar()
+                yield ConversationView(self.live, id="conversation-preview")
+                yield RelatedNotes(self.live, id="related")
+        yield self.status_bar()
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(RelatedNotes).display = self.apus.show_related
+        self.query_one(RelatedNotes).display = self.preferences.show_related
         self.query_one(ConversationView).display = False
-        self.watch(self.app, "index_generation", self._index_changed, init=False)
-        self.watch(self.app, "ranking_generation", self._index_changed, init=False)
-        self.watch(self.app, "vault_generation", self._vault_changed, init=False)
-        self.watch(self.app, "counts", self._counts_changed)
+        self._counts_changed(self.counts)
         self.query_one("#query", Input).focus()
+
+    # A binding sets its value again when it starts (old == new), and maybe before the screen
+    # is mounted (which shows the state anyway): only a change on a mounted screen is news.
+    def watch_index_generation(self, old: int, new: int) -> None:
+        if old != new and self.is_mounted:
+            self._index_changed()
+
+    def watch_ranking_generation(self, old: int, new: int) -> None:
+        if old != new and self.is_mounted:
+            self._index_changed()
+
+    def watch_vault_generation(self, old: int, new: int) -> None:
+        if old != new and self.is_mounted:
+            self._vault_changed()
+
+    def watch_counts(self, counts: str) -> None:
+        if self.is_mounted:
+            self._counts_changed(counts)
 
     # -- typing and searching -----------------------------------------------------------
 
@@ -140,7 +160,7 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         query = self.query_text.strip()
         if query:
             self._searched_at = time.perf_counter()
-            self._search(query, self.apus.search_options())
+            self._search(query, self.preferences.options())
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def _search(self, query: str, options: SearchOptions) -> None:
@@ -148,7 +168,7 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         per keystroke. A provider that must not be ignored raises after the keyword results
         are out, and the error is shown with them."""
         worker = get_current_worker()
-        for response in self.apus.memory.search_stages(query, options):
+        for response in self.live.session.search_stages(query, options):
             if worker.is_cancelled:
                 return
             self.post_message(self.ResultsReady(query, response, final=response.final))
@@ -159,7 +179,7 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         response = message.response
         same_query = self.response is not None and self.response.query == response.query
         if response.mode == "hybrid" and "vector" in response.legs:
-            self.apus.note_vector_leg(response.legs["vector"])
+            self.live.note_vector_leg(response.legs["vector"])
         self.response = response
         latency = (time.perf_counter() - self._typed_at) * 1000
         self.latency_ms[response.mode] = latency
@@ -184,9 +204,9 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         if response.mode == "hybrid" and vector is not None and not vector.ran:
             kind = "keyword only"
         pending = "" if final else " · meaning…"
-        if self.apus.include_conversations:
+        if self.preferences.include_conversations:
             kind += " · with conversations"
-        timing = f" · {response.ms:.0f} ms" if self.apus.show_timings else ""
+        timing = f" · {response.ms:.0f} ms" if self.preferences.show_timings else ""
         info = f"{plural(len(response.hits), 'hit')} · {kind}{timing}{pending}"
         self.query_one("#search-info", Label).update(info)
 
@@ -209,7 +229,7 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
         self.query_one(RelatedNotes).show_for(None)
         self.query_one(ResultList).show_hits([])
         self.query_one("#search-info", Label).update("")
-        self._counts_changed(self.apus.counts)
+        self._counts_changed(self.counts)
         self.query_one("#results-message", Static).display = True
 
     def _counts_changed(self, counts: str) -> None:
@@ -224,19 +244,19 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
 
     def _conversations_hint(self) -> str:
         """Where transcripts are indexed, the key that adds them to the search."""
-        settings = self.apus.settings
+        settings = self.live.settings
         if not transcripts.enabled(settings.search):
             return ""
         key = settings.tui.keys.get("toggle_conversations", "ctrl+o")
         shown = "+".join(part.capitalize() for part in key.split(",")[0].split("+"))
         return f"\n\nAgent conversations are indexed: {shown} adds them to the search or not."
 
-    def _index_changed(self, _generation: int) -> None:
+    def _index_changed(self) -> None:
         self._previewed = None  # the note may have changed on disk
         self.query_one(RelatedNotes).refresh_for_current()
         self.run_search()
 
-    def _vault_changed(self, _generation: int) -> None:
+    def _vault_changed(self) -> None:
         if self.query_text.strip():
             self._previewed = None
             self.query_one(NotePreview).clear()
@@ -270,7 +290,7 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
             return
         # An image or audio file has no lines to mark.
         lines = (0, 0) if hit.media else (hit.start_line, hit.end_line)
-        self.query_one(NotePreview).show_note(self.apus.vault, hit.path, *lines)
+        self.query_one(NotePreview).show_note(self.live.vault, hit.path, *lines)
         self.query_one(RelatedNotes).show_for(hit.path)
 
     @on(OptionList.OptionSelected, "#results")
@@ -296,12 +316,9 @@ class SearchScreen(NotifiesWorkerErrors, Screen[None]):
 
     def action_toggle_related(self) -> None:
         related = self.query_one(RelatedNotes)
-        related.display = self.apus.show_related = not related.display
+        related.display = self.preferences.show_related = not related.display
         if related.display:
             related.refresh_for_current()
-
-    def action_toggle_conversations(self) -> None:
-        self.apus.toggle_conversations()
 
     def action_focus_query(self) -> None:
         self.query_one("#query", Input).focus()

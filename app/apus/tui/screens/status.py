@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, cast
+from pathlib import Path
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -12,17 +13,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from apus.index.status import EmbeddingsState, IndexStatus
 from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import eta_text, home_relative, plural
-from apus.tui.widgets.status_bar import StatusBar
+from apus.tui.screens.with_status import StatusBarScreen
 from apus.units import human_size
-
-if TYPE_CHECKING:
-    from apus.tui.app import ApusApp
 
 _LABEL_WIDTH = 12
 _LIST_LIMIT = 30
@@ -97,17 +94,80 @@ def _embeddings_rows(state: EmbeddingsState, row: Callable[..., None]) -> None:
     row("Embeddings", value)
     if state.fix:
         row("", Content.styled(f"Fix: {state.fix}", "$text-accent"))
-    details = state.as_dict()
-    for key in ("state", "reason", "fix"):
-        details.pop(key, None)
+    for label, item in embedding_fields(state):
+        row("", f"{label}: {item}", "$text-muted")
+
+
+# The provider's own facts (`describe()`), named as a reader knows them; the model, its
+# dimensions and prefixes are shown from the identity already.
+_DESCRIBE_LABELS = {
+    "state": "server",
+    "endpoint": "endpoint",
+    "pid": "server pid",
+    "device": "device",
+    "gpu_layers": "GPU layers",
+    "log": "server log",
+    "error": "server error",
+    "fix": "server fix",
+    "system_info": "llama.cpp",
+    "crashes": "crashes",
+    "file": "model file",
+}
+_SHOWN_FROM_IDENTITY = frozenset({"provider", "model", "dims", "prefix_scheme"})
+_PATH_KEYS = frozenset({"file", "log"})
+
+
+def embedding_fields(state: EmbeddingsState) -> list[tuple[str, str]]:
+    """The details of the embeddings as (label, value) lines: identity, progress, the
+    provider's facts and the probe, each value in words."""
+    fields: list[tuple[str, str]] = []
+    identity = state.identity
+    if identity is not None:
+        fields += [
+            ("model", f"{identity.model} ({identity.provider})"),
+            ("dimensions", str(identity.dims)),
+            ("prefixes", identity.prefix_scheme),
+            ("identity", identity.key()),
+            ("vectors", f"{state.vectors or 0:,}"),
+        ]
+    if state.percent is not None:
+        fields.append(("progress", f"{state.percent}%"))
     if state.eta_seconds is not None:
-        details["eta"] = eta_text(state.eta_seconds)
-    for key, item in details.items():
-        row("", f"{key}: {item}", "$text-muted")
+        fields.append(("eta", eta_text(state.eta_seconds)))
+    for key, item in (state.describe or {}).items():
+        if item is None or item == "" or key in _SHOWN_FROM_IDENTITY:
+            continue
+        value = home_relative(Path(item)) if key in _PATH_KEYS else _words(item)
+        fields.append((_DESCRIBE_LABELS.get(key, key.replace("_", " ")), value))
+    probe = state.probe
+    if probe is not None:
+        if probe.ok:
+            fields.append(("probe", f"ok, {probe.dims} dimensions in {probe.seconds:.2f} s"))
+        else:
+            fields.append(("probe", f"failed after {probe.seconds:.2f} s: {probe.error}"))
+    if state.cache_entries is not None:
+        fields.append(("cache", plural(state.cache_entries, "cached embedding")))
+    return fields
 
 
-class StatusScreen(NotifiesWorkerErrors, Screen[None]):
-    """The full index status; the provider is probed once each time it opens or refreshes."""
+def _words(value: object) -> str:
+    """A fact from `describe()` as text: nested facts as `name value` pairs, never a repr."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "; ".join(
+            f"{str(key).replace('_', ' ')} {_words(item)}"
+            for key, item in value.items()
+            if item is not None
+        )
+    if isinstance(value, list | tuple):
+        return ", ".join(_words(item) for item in value)
+    return str(value)
+
+
+class StatusScreen(NotifiesWorkerErrors, StatusBarScreen):
+    """The full index status from `load_status`; the provider is probed once each time it
+    opens or refreshes."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "Back", id="close_status", tooltip="Close status"),
@@ -126,15 +186,15 @@ class StatusScreen(NotifiesWorkerErrors, Screen[None]):
         status: IndexStatus
         probing: bool
 
-    @property
-    def apus(self) -> ApusApp:
-        return cast("ApusApp", self.app)
+    def __init__(self, load_status: Callable[..., IndexStatus]) -> None:
+        super().__init__()
+        self.load_status = load_status
 
     def compose(self) -> ComposeResult:
         yield Static("Index status", id="status-title")
         with VerticalScroll(id="status-scroll"):
             yield Static("Reading the index…", id="status-body")
-        yield StatusBar()
+        yield self.status_bar()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -145,8 +205,8 @@ class StatusScreen(NotifiesWorkerErrors, Screen[None]):
 
     @work(thread=True, exclusive=True, group="status", exit_on_error=False)
     def _load_status(self) -> None:
-        self.post_message(self.Loaded(self.apus.load_status(deep=False), probing=True))
-        self.post_message(self.Loaded(self.apus.load_status(deep=True), probing=False))
+        self.post_message(self.Loaded(self.load_status(deep=False), probing=True))
+        self.post_message(self.Loaded(self.load_status(deep=True), probing=False))
 
     def on_status_screen_loaded(self, message: Loaded) -> None:
         body = status_content(message.status, probing=message.probing)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
 
 from textual import work
 from textual.app import ComposeResult
@@ -14,9 +13,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from apus.memory.transcript_reader import ConversationWindow
-
-if TYPE_CHECKING:
-    from apus.tui.app import ApusApp
+from apus.tui.live import LiveMemory
 
 # Messages shown around the passage: enough context to read the exchange, few enough to
 # render at once.
@@ -52,8 +49,9 @@ class ConversationView(Vertical):
         key: tuple[str, int, int]
         window: ConversationWindow
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, live: LiveMemory, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.live = live
         self.key: tuple[str, int, int] | None = None
         self.window: ConversationWindow | None = None
 
@@ -72,8 +70,7 @@ class ConversationView(Vertical):
 
     @work(thread=True, exclusive=True, group="preview", exit_on_error=False)
     def _load(self, key: tuple[str, int, int]) -> None:
-        app = cast("ApusApp", self.app)
-        window = app.memory.sessions_history(key[0], line=key[1], limit=WINDOW_MESSAGES)
+        window = self.live.session.sessions_history(key[0], line=key[1], limit=WINDOW_MESSAGES)
         if not get_current_worker().is_cancelled:
             self.post_message(self.Loaded(key, window))
 

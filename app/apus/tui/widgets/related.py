@@ -5,7 +5,6 @@ title and headings."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -17,10 +16,8 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from apus.search.engine import SearchHit
+from apus.tui.live import LiveMemory
 from apus.tui.messages import OpenInReader
-
-if TYPE_CHECKING:
-    from apus.tui.app import ApusApp
 
 # Enough to see what a note connects to without crowding out the preview.
 RELATED_LIMIT = 8
@@ -52,8 +49,9 @@ class RelatedNotes(Vertical):
         hits: list[SearchHit]
         how: str  # "vector" or "keyword"
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, live: LiveMemory, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.live = live
         self.path: str | None = None
         self.hits: list[SearchHit] = []
 
@@ -77,8 +75,7 @@ class RelatedNotes(Vertical):
 
     @work(thread=True, exclusive=True, group="related", exit_on_error=False)
     def _load(self, path: str) -> None:
-        app = cast("ApusApp", self.app)
-        response = app.memory.related(path, RELATED_LIMIT)
+        response = self.live.session.related(path, RELATED_LIMIT)
         if not get_current_worker().is_cancelled:
             self.post_message(self.Loaded(path, response.hits, response.mode))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.reactive import reactive
 from textual.widgets import Label, ProgressBar
 
 from apus.tui.format import eta_text
@@ -21,7 +22,7 @@ _ICONS = {
 
 
 class StatusBar(Horizontal):
-    """Follows the app's `provider`, `counts` and `background` reactives."""
+    """Shows `provider`, `counts` and `background`, which its screen binds (`data_bind`)."""
 
     DEFAULT_CSS = """
     StatusBar {
@@ -54,10 +55,18 @@ class StatusBar(Horizontal):
         yield Label(id="status-work", markup=False)
         yield ProgressBar(id="status-bar", show_eta=False)
 
-    def on_mount(self) -> None:
-        self.watch(self.app, "provider", self.show_provider)
-        self.watch(self.app, "counts", self.show_counts)
-        self.watch(self.app, "background", self.show_work)
+    provider: reactive[ProviderView] = reactive(ProviderView("unknown", ""), init=False)
+    counts: reactive[str] = reactive("", init=False)
+    background: reactive[BackgroundWork | None] = reactive(None, init=False)
+
+    def watch_provider(self, view: ProviderView) -> None:
+        self.show_provider(view)
+
+    def watch_counts(self, counts: str) -> None:
+        self.show_counts(counts)
+
+    def watch_background(self, work: BackgroundWork | None) -> None:
+        self.show_work(work)
 
     def show_provider(self, view: ProviderView) -> None:
         label = self.query_one("#status-provider", Label)

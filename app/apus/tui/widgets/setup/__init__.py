@@ -1,0 +1,1 @@
+"""The setup wizard's steps, one widget each."""

@@ -347,22 +347,27 @@ def _parsed(words: str, *, dated: bool) -> ParsedQuery:
 
 
 def _show(
-    response: SearchResponse, context: SearchContext, *, explain: bool, as_json: bool
+    response: SearchResponse,
+    context: SearchContext | None = None,
+    *,
+    explain: bool,
+    as_json: bool,
 ) -> None:
+    """A search's (or `related`'s) hits; `context`: what a search says beside them."""
     if as_json:
         _json(
             {
                 "query": response.query,
                 "mode": response.mode,
                 "legs": {name: asdict(leg) for name, leg in response.legs.items()},
-                **context.as_json(),
+                **(context.as_json() if context is not None else {}),
                 "results": [_hit_json(hit, explain) for hit in response.hits],
             }
         )
         return
     from apus.cli.render import print_hits
 
-    for notice in context.notices():
+    for notice in context.notices() if context is not None else []:
         click.echo(notice, err=True)
     print_hits(response, explain=explain)
 

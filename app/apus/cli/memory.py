@@ -395,14 +395,9 @@ def related(
     """
 
     def body() -> None:
-        from apus.cli.search_context import SearchContext
-
         with _open() as session:
             response = session.related(path, limit, _filters(paths, since, until, tags))
-            reading = session.reading()
-        # No dates are read from a path, but a sync still reading the notes limits this
-        # answer as it does a search's.
-        _show(response, SearchContext(None, False, reading), explain=explain, as_json=as_json)
+        _show(response, explain=explain, as_json=as_json)
 
     run_guarded(body)
 

@@ -22,11 +22,13 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests packaging
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # Keeps the compiled llama-cpp-python wheels (in pip's cache directory, minutes to rebuild).
 clean:

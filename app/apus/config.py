@@ -456,8 +456,11 @@ def _resolve_env_path(parts: list[str]) -> list[str] | None:
             return None
         keys.append(found[0])
         annotation = found[1].annotation
-        is_section = isinstance(annotation, type) and issubclass(annotation, BaseModel)
-        model = annotation if is_section else None
+        model = (
+            annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel)
+            else None
+        )
         if model is None and index != len(parts) - 1:
             return None
     return keys if model is None else None

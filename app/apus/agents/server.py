@@ -85,7 +85,7 @@ def _tools(memory: Memory) -> list[Tool]:
     registered = []
     for name, title in TOOL_TITLES.items():
         # memory_search's two defaults come from the settings; the other tools' are their own.
-        defaults = {"maxResults": query.max_results, "minScore": query.min_score}
+        defaults: dict[str, object] = {"maxResults": query.max_results, "minScore": query.min_score}
         shown = defaults if name == "memory_search" else {}
         registered.append(_tool(tools, name, title, read_only=True, defaults=shown))
     if memory.settings.memory.write.enabled:

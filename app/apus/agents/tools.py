@@ -46,7 +46,8 @@ from apus.index.note_filter import (
 )
 from apus.memory import Memory
 from apus.memory.writer import Entry, Target
-from apus.search.engine import SearchHit, SearchOptions, SearchResponse
+from apus.search.engine import SearchHit, SearchResponse
+from apus.search.options import SearchOptions
 from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
 from apus.search.query import ParsedQuery
 from apus.search.ranking import readable_score
@@ -95,7 +96,11 @@ UntilArg = Annotated[str | None, Field(description="Only notes dated on or befor
 
 
 class AgentTools:
-    """The tool functions; the server registers each bound method under its own name."""
+    """The tool functions; the server registers each bound method under its own name.
+
+    A tool returns its CallToolResult (structured answer and text form) itself; the model in
+    `Annotated[CallToolResult, Model]` is what the SDK publishes and checks it against.
+    """
 
     def __init__(self, memory: Memory, today: Callable[[], dt.date] = dt.date.today) -> None:
         self.memory = memory
@@ -128,7 +133,7 @@ class AgentTools:
         ] = None,
         agent: AgentArg = None,
         session: SessionArg = None,
-    ) -> SearchAnswer:
+    ) -> Annotated[CallToolResult, SearchAnswer]:
         """Search the memory notes by meaning and by exact words at once.
 
         Returns passages best first, each with `citation` (path#Lstart-Lend); read more of a
@@ -187,7 +192,7 @@ class AgentTools:
             int, Field(validation_alias="from", ge=1, description="First line, 1-based")
         ] = 1,
         lines: Annotated[int, Field(ge=1, le=2000, description="How many lines")] = 200,
-    ) -> NoteWindow:
+    ) -> Annotated[CallToolResult, NoteWindow]:
         """Read lines of an indexed note. A citation (path#L12-L30) reads just those lines;
         path#L12 reads a page from line 12. Long notes come in pages: when `truncated`,
         call again with the plain path and from=nextFrom."""
@@ -215,7 +220,7 @@ class AgentTools:
             if window.truncated
             else ""
         )
-        return _reply(answer, text=window.text + hint)  # type: ignore[return-value]
+        return _reply(answer, text=window.text + hint)
 
     def memory_related(
         self,
@@ -223,7 +228,7 @@ class AgentTools:
         maxResults: Annotated[
             int, Field(ge=1, description=f"How many notes (at most {MAX_RESULTS}; more is clamped)")
         ] = 10,
-    ) -> SearchAnswer:
+    ) -> Annotated[CallToolResult, SearchAnswer]:
         """Notes most related to a given note (the note itself excluded), one passage each:
         by the note's own vectors when embeddings are ready, else by its title and
         headings."""
@@ -239,7 +244,7 @@ class AgentTools:
 
     def memory_recall(
         self, message: Annotated[str, Field(description="The user's message, as written")]
-    ) -> RecallAnswer:
+    ) -> Annotated[CallToolResult, RecallAnswer]:
         """Entries of MEMORY.md and USER.md whose trigger phrases strongly match a message
         (at most 3; usually none). Cheap: at most one query embedding."""
         entries = self.memory.recall(message)
@@ -262,7 +267,7 @@ class AgentTools:
             for e in answer.entries
         ]
         text = "\n".join(lines) if lines else "No entry's trigger matches this message."
-        return _reply(answer, text=text)  # type: ignore[return-value]
+        return _reply(answer, text=text)
 
     def memory_write(
         self,
@@ -287,7 +292,7 @@ class AgentTools:
                 "(memory_recall reads them in MEMORY.md and USER.md)"
             ),
         ] = None,
-    ) -> WriteAnswer:
+    ) -> Annotated[CallToolResult, WriteAnswer]:
         """Append one entry to the user's memory notes (never changes what is there). It is
         indexed before this returns: the next memory_search finds it."""
         entry = Entry(
@@ -311,7 +316,7 @@ class AgentTools:
             if written.indexed
             else "; it will be searchable after the sync another process is running."
         )
-        return _reply(answer, text=text_form)  # type: ignore[return-value]
+        return _reply(answer, text=text_form)
 
     def now(self) -> dt.datetime:
         """Today (as `today` says) at the local time of day."""
@@ -341,7 +346,7 @@ class AgentTools:
         agent: AgentArg = None,
         session: SessionArg = None,
         maxResults: Annotated[int, Field(ge=1, le=500, description="How many messages")] = 10,
-    ) -> SessionsSearchAnswer:
+    ) -> Annotated[CallToolResult, SessionsSearchAnswer]:
         """Exact search over earlier conversations (agent session transcripts, when the user
         has them indexed): the messages holding every word, best match first and newest first
         among equals. Open one with sessions_history(sessionKey, around=timestamp)."""
@@ -373,7 +378,7 @@ class AgentTools:
         limit: Annotated[int, Field(ge=1, le=1000, description="How many messages")] = 50,
         agent: AgentArg = None,
         session: SessionArg = None,
-    ) -> SessionHistoryAnswer:
+    ) -> Annotated[CallToolResult, SessionHistoryAnswer]:
         """The messages of one earlier conversation (its active branch): around a time when
         `around` is given, else the latest ones. User and assistant text only."""
         try:
@@ -520,7 +525,7 @@ def _clamped(asked: int | None, default: int) -> tuple[int, list[str]]:
     return MAX_RESULTS, [f"maxResults {wanted} is above the cap of {MAX_RESULTS}: clamped"]
 
 
-def _search_reply(answer: SearchAnswer, max_chars: int | None) -> Any:
+def _search_reply(answer: SearchAnswer, max_chars: int | None) -> CallToolResult:
     """Compact text (one line per passage) and the full structured answer, both held to
     `max_chars` when given."""
     if max_chars is not None:
@@ -535,7 +540,7 @@ def _tool_error(exc: ApusError) -> ToolError:
     return ToolError(f"{exc.message} Fix: {exc.fix}" if exc.fix else exc.message)
 
 
-def _reply(answer: BaseModel, *, text: str | None = None) -> Any:
+def _reply(answer: BaseModel, *, text: str | None = None) -> CallToolResult:
     """The structured answer without empty fields, and a text form for clients that only
     read text."""
     data = answer.model_dump(mode="json", by_alias=True, exclude_none=True)

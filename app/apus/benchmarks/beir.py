@@ -19,7 +19,8 @@ from apus import paths
 from apus.benchmarks.textbook_bm25 import TextbookBm25
 from apus.config import Settings, load_settings
 from apus.errors import ConfigError
-from apus.search.engine import Searcher, SearchOptions
+from apus.search.engine import Searcher
+from apus.search.options import Mode, SearchOptions
 from apus.search.vector_leg import VectorAvailability, VectorLeg
 
 Split = Literal["all", "odd", "even"]
@@ -36,7 +37,7 @@ class Collection:
 
 @dataclass(frozen=True)
 class ModeMetrics:
-    mode: str
+    mode: str  # a search Mode, or "textbook" for the reference BM25
     queries: int
     ndcg_at_10: float
     recall_at_100: float
@@ -237,7 +238,7 @@ def evaluate(
     settings_for: Callable[[Mapping[str, object]], Settings],
     collection: Collection,
     mapping: dict[str, str],
-    modes: tuple[str, ...],
+    modes: tuple[Mode, ...],
     *,
     variants: Sequence[Variant] = (DEFAULTS,),
     mmr: bool | None = None,
@@ -271,13 +272,13 @@ def evaluate(
 
 def _score_mode(
     searcher: Searcher,
-    mode: str,
+    mode: Mode,
     collection: Collection,
     mapping: dict[str, str],
     mmr: bool | None,
     on_query: Callable[[str, int, int], None] | None,
 ) -> ModeMetrics:
-    options = SearchOptions(mode=mode, limit=100, min_score=0.0, mmr=mmr)  # type: ignore[arg-type]
+    options = SearchOptions(mode=mode, limit=100, min_score=0.0, mmr=mmr)
     runs: dict[str, list[str]] = {}
     total = len(collection.queries)
     for number, (query_id, text) in enumerate(collection.queries.items(), start=1):

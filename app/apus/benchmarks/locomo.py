@@ -25,7 +25,8 @@ from apus.benchmarks.textbook_bm25 import TextbookBm25
 from apus.config import Settings
 from apus.errors import ConfigError
 from apus.index.note_filter import NoteFilter
-from apus.search.engine import Searcher, SearchHit, SearchOptions
+from apus.search.engine import Searcher, SearchHit
+from apus.search.options import Mode, SearchOptions
 
 Layout = Literal["notes", "transcripts"]
 # The literature scores categories 1-4; 5 (adversarial: no answer in the conversation) apart.
@@ -99,7 +100,7 @@ class Tally:
 
 @dataclass(frozen=True)
 class ConversationMetrics:
-    mode: str
+    mode: str  # a search Mode, or "bm25/session" and "bm25/turn" for the references
     questions: int
     recall_at_5: float
     recall_at_10: float
@@ -197,7 +198,8 @@ def parse_conversation(name: str, data: Mapping[str, object]) -> Conversation:
     sessions.sort(key=lambda s: s.number)
     known = {turn.tag for session in sessions for turn in session.turns}
     questions = []
-    for row in data.get("qa", []) or []:  # type: ignore[union-attr]
+    qa = data.get("qa")
+    for row in qa if isinstance(qa, list) else []:
         category = int(row.get("category", 0))
         evidence = tuple(
             dict.fromkeys(
@@ -274,7 +276,9 @@ def write_transcripts(conversation: Conversation, root: Path) -> TurnLines:
     for session in conversation.sessions:
         stamp = session.when.strftime("%Y-%m-%dT%H:%M:%SZ")
         session_id = f"session-{session.number:03d}"
-        events = [{"type": "session", "id": session_id, "timestamp": stamp}]
+        events: list[dict[str, object]] = [
+            {"type": "session", "id": session_id, "timestamp": stamp}
+        ]
         where: dict[int, str] = {}
         for number, turn in enumerate(session.turns):
             where[len(events) + 1] = turn.tag
@@ -330,7 +334,7 @@ class LocomoResult:
 
 def evaluate_conversations(
     runs: Sequence[ConversationRun],
-    modes: Sequence[str],
+    modes: Sequence[Mode],
     *,
     variants: Sequence[Variant] = (DEFAULTS,),
     today: Callable[[Conversation], dt.date] | None = None,
@@ -360,7 +364,7 @@ def evaluate_conversations(
                 )
                 try:
                     for mode in modes:
-                        options = SearchOptions(mode=mode, filters=run.filters)  # type: ignore[arg-type]
+                        options = SearchOptions(mode=mode, filters=run.filters)
                         accumulator = tallies[(variant.label, mode)]
                         for question in conversation.questions:
                             hits = searcher.search(question.text, options).hits

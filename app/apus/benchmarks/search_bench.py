@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,13 +22,19 @@ from apus.benchmarks.measure import peak_rss_mb, percentile
 from apus.config import Settings, load_settings
 from apus.index.store import Store
 from apus.index.vectors import nearest
-from apus.search.engine import Searcher, SearchOptions, SearchResponse
+from apus.search.engine import Searcher, SearchResponse
+from apus.search.options import Mode, SearchOptions
 from apus.search.vector_leg import VectorAvailability
+
+if TYPE_CHECKING:
+    import faiss
+
+    from apus.embed.base import Embedder
 
 
 @dataclass(frozen=True)
 class LatencyFigures:
-    mode: str
+    mode: Mode
     queries: int
     p50_ms: float
     p95_ms: float
@@ -83,7 +90,7 @@ def sample_queries(store: Store, count: int, seed: int = 7) -> list[str]:
 class _TimedVectorLeg:
     """Real query embedding + FAISS search; records the embedding time of each query."""
 
-    def __init__(self, embedder, vectors) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, embedder: Embedder, vectors: faiss.Index) -> None:
         self.embedder = embedder
         self.vectors = vectors
         self.last_embed_ms = 0.0
@@ -97,11 +104,14 @@ class _TimedVectorLeg:
         self.last_embed_ms = (time.perf_counter() - started) * 1000
         return nearest(self.vectors, vector, k, allowed)
 
+    def neighbours(self, chunk_ids: list[int], k: int) -> dict[int, float]:
+        raise NotImplementedError("the search benchmark times searches, not related notes")
+
     def close(self) -> None:
         self.embedder.close()
 
 
-def _synthetic_faiss(store: Store, dims: int):  # type: ignore[no-untyped-def]
+def _synthetic_faiss(store: Store, dims: int) -> faiss.Index:
     import faiss
 
     ids = np.fromiter((c.id for c in store.iter_chunks()), dtype=np.int64)
@@ -118,7 +128,7 @@ def run_search_bench(
     index_dir: Path,
     *,
     queries: int = 300,
-    modes: tuple[str, ...] = ("keyword",),
+    modes: tuple[Mode, ...] = ("keyword",),
     model_path: str = "",
     synthetic_vectors: bool = False,
     copies: int = 1,
@@ -164,11 +174,11 @@ def run_search_bench(
 
 def _time_mode(
     search: Callable[[str, SearchOptions], SearchResponse],
-    mode: str,
+    mode: Mode,
     texts: list[str],
     leg: _TimedVectorLeg | None,
 ) -> LatencyFigures:
-    options = SearchOptions(mode=mode)  # type: ignore[arg-type]
+    options = SearchOptions(mode=mode)
     for text in texts[:10]:  # warm caches and the server
         search(text, options)
     timings: list[float] = []

@@ -12,6 +12,7 @@ from apus.cli.context import run_guarded
 
 if TYPE_CHECKING:
     from apus.benchmarks.embed_bench import EmbedBenchResult
+    from apus.search.options import Mode
 
 _CORPUS = click.Path(exists=True, file_okay=False, path_type=Path)
 
@@ -121,7 +122,7 @@ def bench_sessions(
 def bench_search(
     corpus: Path,
     queries: int,
-    modes: tuple[str, ...],
+    modes: tuple[Mode, ...],  # click.Choice's
     model: str | None,
     synthetic_vectors: bool,
     copies: int,

@@ -15,8 +15,9 @@ from apus.cli.context import run_guarded
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from apus.benchmarks.beir import ModeMetrics, VariantResult
+    from apus.benchmarks.beir import ModeMetrics, Split, VariantResult
     from apus.config import Settings
+    from apus.search.options import Mode
 
 
 @click.command("eval")
@@ -100,14 +101,14 @@ def evaluate(
     conversations: str,
     layout: str,
     today: str,
-    modes: tuple[str, ...],
+    modes: tuple[Mode, ...],  # click.Choice's
     limit_docs: int | None,
     model: str | None,
     prefix_scheme: str,
     mmr: bool | None,
     limit_queries: int | None,
     settings_sets: tuple[str, ...],
-    split: str,
+    split: Split,  # one of click.Choice's
     as_json: bool,
 ) -> None:
     """Measure retrieval on a benchmark, per mode, under the configured settings and each
@@ -161,14 +162,14 @@ def _run_beir(
     collection_dir: Path,
     judgments: Path,
     *,
-    modes: tuple[str, ...],
+    modes: tuple[Mode, ...],
     limit_docs: int | None,
     model: str | None,
     prefix_scheme: str,
     mmr: bool | None,
     limit_queries: int | None,
     settings_sets: tuple[str, ...],
-    split: str,
+    split: Split,  # one of click.Choice's
     as_json: bool,
 ) -> None:
     """Index a BEIR collection as notes, score every mode under every setting, print."""
@@ -190,7 +191,7 @@ def _run_beir(
 
     variants = [DEFAULTS, *(parse_variant(text) for text in settings_sets)]
     collection = load_collection(collection_dir, judgments, limit_docs)
-    kept = select_queries(collection.queries, split)  # type: ignore[arg-type]
+    kept = select_queries(collection.queries, split)
     if limit_queries:
         kept = dict(list(kept.items())[:limit_queries])
     collection = Collection(collection.corpus, kept, collection.qrels)

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -30,6 +31,9 @@ from apus.config import Settings
 from apus.errors import ConfigError
 from apus.index.note_filter import NoteFilter
 
+if TYPE_CHECKING:
+    from apus.search.options import Mode
+
 
 def run_locomo(
     folder: Path,
@@ -37,7 +41,7 @@ def run_locomo(
     conversations: Sequence[str],
     layout: str,
     today: str,
-    modes: Sequence[str],
+    modes: Sequence[Mode],
     model: str | None,
     prefix_scheme: str,
     settings_sets: Sequence[str],

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from apus.index.note_filter import NoteFilter
     from apus.indexing.sync import SyncReport
     from apus.memory import Memory
+    from apus.memory.writer import Target
     from apus.search.engine import SearchResponse
+    from apus.search.options import Mode
     from apus.search.query import ParsedQuery
 
 # `memory index` exit status when the notes were indexed but embeddings the settings ask for
@@ -162,7 +164,7 @@ def _safe_echo(text: str, fg: str | None = None) -> None:
     click.secho(terminal_safe(text), fg=fg)
 
 
-class _Day(click.ParamType):
+class _Day(click.ParamType[dt.date]):
     """A day in the forms agents and people write (`2026-11-20`, `7d`, `last week`): the
     first day of what it names for --since, the last for --until."""
 
@@ -276,7 +278,7 @@ def _filters(
 def search(
     query: tuple[str, ...],
     limit: int | None,
-    mode: str,
+    mode: Mode,  # one of click.Choice's
     paths: tuple[str, ...],
     since: dt.date | None,
     until: dt.date | None,
@@ -305,7 +307,7 @@ def search(
 
         from apus.cli.search_context import SearchContext
         from apus.index.note_filter import CORPUS_SOURCES, Asker, SessionScope
-        from apus.search.engine import SearchOptions
+        from apus.search.options import SearchOptions
         from apus.search.per_note import limit_per_note
 
         words = _parsed(" ".join(query), dated=time_words and since is None and until is None)
@@ -325,7 +327,7 @@ def search(
             # With --per-note, more passages are asked for than shown: a note's extra ones
             # give way to other notes.
             fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
-            options = SearchOptions(mode=mode, limit=fetch, filters=filters)  # type: ignore[arg-type]
+            options = SearchOptions(mode=mode, limit=fetch, filters=filters)
             response, widened = memory.search_dated(words, options, guessed=window is not None)
             reading = memory.reading()
         if per_note is not None:
@@ -487,7 +489,7 @@ def _hit_json(hit: Any, explain: bool) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def add(
     text: tuple[str, ...],
-    target: str,
+    target: Target,  # one of click.Choice's
     importance: int | None,
     triggers: tuple[str, ...],
     as_json: bool,
@@ -503,7 +505,7 @@ def add(
         from apus.memory.writer import Entry
         from apus.search.time_words import today
 
-        entry = Entry(" ".join(text), target, importance, triggers)  # type: ignore[arg-type]
+        entry = Entry(" ".join(text), target, importance, triggers)
         now = dt.datetime.combine(today(), dt.datetime.now().time())
         with _open() as session:
             written = session.write(entry, now)

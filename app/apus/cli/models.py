@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
 import click
 
@@ -26,7 +27,7 @@ def list_models(as_json: bool) -> None:
 
         catalog = load_catalog()
         installed = {item.manifest.name: item for item in installed_models()}
-        rows = []
+        rows: list[dict[str, Any]] = []  # as --json prints them
         for name, manifest in catalog.items():
             item = installed.get(name)
             rows.append(

@@ -217,4 +217,5 @@ def normalise_rows(vectors: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(matrix)):
         raise EmbeddingRequestError("the provider returned non-finite numbers (NaN or inf)")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    return unit

@@ -8,6 +8,7 @@ embedder's `embed_media(path)`. Everything here runs on the client; no request i
 from __future__ import annotations
 
 import wave
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ def text_only(provider: str, model: str) -> MediaSupport:
 
 def media_support(embedder: Any) -> MediaSupport:
     """Ask any embedder (local, remote, unavailable) whether it embeds images and audio."""
-    check = getattr(embedder, "media_support", None)
+    check: Callable[[], MediaSupport] | None = getattr(embedder, "media_support", None)
     if check is not None:
         return check()
     identity = getattr(embedder, "identity", None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -32,6 +32,13 @@ class EmbeddingClient(Protocol):
     ) -> np.ndarray: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class MediaEmbeddingClient(Protocol):
+    """A client that also embeds images and audio (one of those whose media_support says so)."""
+
+    def embed_media(self, path: Path, *, timeout: float | None = None) -> np.ndarray: ...
 
 
 class RemoteEmbedder(PrefixedTexts):
@@ -94,10 +101,11 @@ class RemoteEmbedder(PrefixedTexts):
         EmbeddingError when the provider fails.
         """
         support = self.media_support()
-        if not support.supported:
+        client = self._client
+        if not support.supported or not isinstance(client, MediaEmbeddingClient):
             raise EmbeddingUnavailable(support.reason, fix=support.fix)
         try:
-            vectors = self._client.embed_media(path, timeout=timeout)  # type: ignore[attr-defined]
+            vectors = client.embed_media(path, timeout=timeout)
         except EmbeddingRequestError as exc:
             self._last_error = exc.reason
             raise

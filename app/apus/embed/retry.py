@@ -34,7 +34,7 @@ class RetryPolicy:
         """Seconds to wait before retry number `attempt + 1` (attempt counts from 0)."""
         if retry_after is not None:
             return retry_after
-        backoff = min(self.max_delay, self.first_delay * 2**attempt)
+        backoff = min(self.max_delay, self.first_delay * 2.0**attempt)
         # Jitter spreads out clients that failed together so they do not retry together.
         return backoff * random.uniform(0.75, 1.0)
 

@@ -260,11 +260,13 @@ def error_message(response: httpx.Response, payload: Any) -> str:
     """The service's own words from the usual error shapes, else the start of the body."""
     if isinstance(payload, dict):
         error = payload.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"][:_ERROR_BODY_CHARS]
+        message = error.get("message") if isinstance(error, dict) else None
+        if isinstance(message, str):
+            return message[:_ERROR_BODY_CHARS]
         for key in ("message", "Message", "detail", "error"):
-            if isinstance(payload.get(key), str):
-                return payload[key][:_ERROR_BODY_CHARS]
+            value = payload.get(key)
+            if isinstance(value, str):
+                return value[:_ERROR_BODY_CHARS]
     text = response.text.strip()
     return text[:_ERROR_BODY_CHARS] or response.reason_phrase
 

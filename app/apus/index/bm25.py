@@ -221,7 +221,8 @@ def _admitted(ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     size = int(max(ids.max(), allowed.max())) + 1
     table = np.zeros(size, dtype=bool)
     table[allowed] = True
-    return table[ids]
+    admitted: np.ndarray = table[ids]
+    return admitted
 
 
 def _term_postings(

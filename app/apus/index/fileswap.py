@@ -26,7 +26,7 @@ def _renameat2() -> Callable[..., int] | None:
     function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
     function.argtypes += [ctypes.c_uint]
     function.restype = ctypes.c_int
-    return function  # type: ignore[no-any-return]
+    return function
 
 
 _RENAMEAT2 = _renameat2()

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import numpy as np
 from whoosh import index as whoosh_index
-from whoosh.analysis import Token, Tokenizer
+from whoosh.analysis.acore import Token
+from whoosh.analysis.tokenizers import Tokenizer
 from whoosh.columns import NumericColumn
 from whoosh.fields import COLUMN, ID, TEXT, Schema
+from whoosh.searching import Searcher
 
 from apus.index.bm25 import Bm25Params, SegmentCache, Statistics, collect_statistics, top_scores
 from apus.index.fileswap import exchange
@@ -44,7 +46,7 @@ class ApusTokenizer(Tokenizer):
     def __hash__(self) -> int:
         return hash(type(self).__name__)
 
-    def __call__(  # type: ignore[override]
+    def __call__(
         self,
         value: str,
         positions: bool = False,
@@ -63,7 +65,8 @@ class ApusTokenizer(Tokenizer):
             token.boost = 1.0
             token.stopped = False
             if keeporiginal:
-                token.original = value[item.start : item.end]
+                # whoosh's Token declares no `original`, which its own tokenizers set too.
+                token.original = value[item.start : item.end]  # type: ignore[attr-defined]
             if positions:
                 token.pos = start_pos + pos
             if chars:
@@ -181,7 +184,7 @@ class KeywordIndex:
         self.dir = index_dir / self.DIRNAME
         self._lock = threading.Lock()
         self._ix: whoosh_index.Index | None = None
-        self._searcher = None
+        self._searcher: Searcher | None = None
         self._searcher_generation: int | None = None
         self._segments = SegmentCache()
         self._statistics: Statistics | None = None
@@ -214,7 +217,9 @@ class KeywordIndex:
     @staticmethod
     def _read_stamp(directory: Path) -> dict[str, int] | None:
         try:
-            return json.loads((directory / STAMP_FILE).read_text(encoding="utf-8"))
+            text = (directory / STAMP_FILE).read_text(encoding="utf-8")
+            stamp: dict[str, int] = json.loads(text)
+            return stamp
         except (OSError, ValueError):
             return None
 
@@ -340,7 +345,7 @@ class KeywordIndex:
             top = top_scores(searcher, search_terms(terms), limit, statistics, PARAMS, allowed)
             return [(int(statistics.ids[doc]), score) for doc, score in top]
 
-    def _current_searcher(self, generation: int):  # type: ignore[no-untyped-def]
+    def _current_searcher(self, generation: int) -> tuple[Searcher, Statistics]:
         if (
             self._searcher is not None
             and self._statistics is not None

@@ -72,9 +72,10 @@ class _Cursor(sqlite3.Cursor):
 
     def executescript(self, sql_script: str, /) -> _Cursor:
         try:
-            return super().executescript(sql_script)
+            super().executescript(sql_script)  # returns this cursor, typed as a plain one
         except sqlite3.Error as exc:
             raise_for_user(exc, self.connection.store_path)
+        return self
 
     def fetchone(self) -> Any:
         try:
@@ -104,13 +105,13 @@ class Connection(sqlite3.Connection):
         return super().cursor(factory)
 
     def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
-        return self.cursor().execute(sql, parameters)
+        return _Cursor(self).execute(sql, parameters)
 
     def executemany(self, sql: str, parameters: Any, /) -> _Cursor:
-        return self.cursor().executemany(sql, parameters)
+        return _Cursor(self).executemany(sql, parameters)
 
     def executescript(self, sql_script: str, /) -> _Cursor:
-        return self.cursor().executescript(sql_script)
+        return _Cursor(self).executescript(sql_script)
 
     def commit(self) -> None:
         try:

@@ -219,7 +219,7 @@ def collect_status(
     else:
         keyword_text = "ready"
     size = _folder_bytes(index_dir)
-    last_sync = (
+    synced_at = (
         dt.datetime.fromtimestamp(float(last), tz=dt.UTC).astimezone().isoformat(timespec="seconds")
         if last
         else None
@@ -231,7 +231,7 @@ def collect_status(
         skipped=skipped,
         replaced_utf8=replaced,
         index_bytes=size,
-        last_sync=last_sync,
+        last_sync=synced_at,
         keyword=keyword_text,
         store_set_aside=set_aside,
         problems=problems,

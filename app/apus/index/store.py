@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -595,7 +596,7 @@ class Store:
 
     def _rows_in(
         self, query: str, values: Sequence[object], leading: Sequence[object] = ()
-    ) -> Iterator[tuple]:  # type: ignore[type-arg]
+    ) -> Iterator[tuple[Any, ...]]:
         """Rows of `query` (with `{marks}` in its IN list, after `leading` parameters) for any
         number of values, in batches under SQLite's limit on bound parameters."""
         values = list(values)
@@ -619,6 +620,7 @@ class Store:
         return {row[0]: ChunkRecord(*row) for row in self._rows_in(query, chunk_ids)}
 
     def iter_chunks(self, file_ids: Sequence[int] | None = None) -> Iterator[ChunkRecord]:
+        rows: Iterable[tuple[Any, ...]]
         if file_ids is None:
             rows = self._db.execute(f"{self._CHUNK_SELECT} ORDER BY c.id")
         else:
@@ -749,16 +751,17 @@ class Store:
         return int(self._db.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()[0])
 
 
-def _file_record(row: Sequence[object]) -> FileRecord:
+def _file_record(row: Sequence[Any]) -> FileRecord:
+    """The file of a `files` row, as sqlite3 returns it (its values untyped)."""
     return FileRecord(
-        id=int(row[0]),  # type: ignore[arg-type]
+        id=int(row[0]),
         path=str(row[1]),
-        size=int(row[2]),  # type: ignore[arg-type]
-        mtime_ns=int(row[3]),  # type: ignore[arg-type]
+        size=int(row[2]),
+        mtime_ns=int(row[3]),
         sha256=str(row[4]),
         title=str(row[5]),
         note_date=row[6] if row[6] is None else str(row[6]),
-        importance=None if row[7] is None else float(row[7]),  # type: ignore[arg-type]
+        importance=None if row[7] is None else float(row[7]),
         triggers=tuple(json.loads(str(row[8]))),
         chunking=str(row[9]),
     )

@@ -142,8 +142,19 @@ class TranscriptStore:
         states = {}
         for row in rows:
             position = ReadPosition(row[7], row[8], row[9], row[10], tuple(json.loads(row[11])))
-            states[row[1]] = TranscriptState(
-                *row[:7], position, row[12], row[13], LineCounts(*row[14:17])
+            file_id, session_key, size, mtime_ns, chunking, title, last_activity = row[:7]
+            states[session_key] = TranscriptState(
+                file_id,
+                session_key,
+                size,
+                mtime_ns,
+                chunking,
+                title,
+                last_activity,
+                position,
+                row[12],
+                row[13],
+                LineCounts(*row[14:17]),
             )
         return states
 

@@ -46,7 +46,8 @@ def nearest(
         return {}
     else:
         selector = faiss.IDSelectorBatch(np.ascontiguousarray(allowed, dtype=np.int64))
-        params = faiss.SearchParameters(sel=selector)
+        params = faiss.SearchParameters()
+        params.sel = selector
         scores, ids = index.search(vector, min(k, index.ntotal, len(allowed)), params=params)
     return {int(i): float(s) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0}
 
@@ -81,7 +82,7 @@ class VectorIndexError(ApusError):
 
 @dataclass(frozen=True)
 class _Loaded:
-    index: faiss.Index | None
+    index: faiss.IndexIDMap | None
     health: VectorHealth
     built: bool = True  # False: never written for this identity (not damage, just not yet)
 
@@ -155,6 +156,8 @@ class VectorIndex:
             index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
         except Exception as exc:  # FAISS raises RuntimeError for what it cannot parse
             return _Loaded(None, VectorHealth("damaged", f"vectors.faiss cannot be loaded ({exc})"))
+        if not isinstance(index, faiss.IndexIDMap):  # what _build writes: vectors under chunk ids
+            return _Loaded(None, VectorHealth("damaged", "vectors.faiss holds no chunk ids"))
         if expected is not None and index.ntotal != expected:
             reason = f"vectors.faiss holds {index.ntotal} vectors, its stamp says {expected}"
             return _Loaded(None, VectorHealth("damaged", reason))

@@ -50,7 +50,8 @@ class VectorWriter(VectorIndex):
         elif index is not None and stamp.get("store_id") != store.store_id():
             index, problem = None, "it was built from another index database"
         elif index is not None and index.d != identity.dims:
-            index, problem = None, f"it has {index.d} dimensions, the model {identity.dims}"
+            problem = f"it has {index.d} dimensions, the model {identity.dims}"
+            index = None
         wanted = store.vector_chunk_ids(key)
         changed = index is None or stamp.get("identity") != key
         if index is not None:
@@ -67,18 +68,18 @@ class VectorWriter(VectorIndex):
         return int(index.ntotal)
 
     @staticmethod
-    def _update(index: faiss.Index, store: Store, key: str, wanted: set[int]) -> bool:
+    def _update(index: faiss.IndexIDMap, store: Store, key: str, wanted: set[int]) -> bool:
         """Remove vectors of chunks gone, add those of new chunks; True if anything changed."""
         present = set(faiss.vector_to_array(index.id_map).tolist()) if index.ntotal else set()
         stale = present - wanted
         if stale:
-            index.remove_ids(np.fromiter(stale, dtype=np.int64))
+            index.remove_ids(faiss.IDSelectorBatch(np.fromiter(stale, dtype=np.int64)))
         missing = sorted(wanted - present)
         _add_from_store(index, store, key, missing)
         return bool(stale or missing)
 
     @staticmethod
-    def _build(store: Store, identity: EmbeddingIdentity, wanted: set[int]) -> faiss.Index:
+    def _build(store: Store, identity: EmbeddingIdentity, wanted: set[int]) -> faiss.IndexIDMap:
         index = faiss.IndexIDMap2(faiss.IndexFlatIP(identity.dims))
         _add_from_store(index, store, identity.key(), sorted(wanted))
         return index

@@ -7,7 +7,7 @@ import os
 from apus.config import Settings
 from apus.embed.base import EmbeddingError, probe, probe_budget
 from apus.embed.providers import ProviderResolution, is_remote, known_failure
-from apus.index.status import EmbeddingsState
+from apus.index.status import EmbeddingsState, EmbeddingsStateName
 from apus.index.store import Store
 from apus.indexing.lock import writer_elsewhere
 from apus.indexing.progress import SyncProgress
@@ -25,8 +25,8 @@ def embeddings_state(
     """What search by meaning can do now. `running` is this process's embedding progress,
     when it is embedding; `deep` also probes the provider once within its budget."""
     if provider.embedder is None or leg is None:
-        state = "off" if provider.state == "off" else "keyword-only"
-        return EmbeddingsState(state, provider.reason, provider.fix)
+        name: EmbeddingsStateName = "off" if provider.state == "off" else "keyword-only"
+        return EmbeddingsState(name, provider.reason, provider.fix)
     state = _semantic_state(settings, provider, leg, running)
     if deep:
         state = _with_probe(settings, provider, state)
@@ -45,8 +45,10 @@ def _semantic_state(
         identity = embedder.identity
         decision = leg.decision()
     except EmbeddingError as exc:
-        state = "unavailable" if is_remote(settings.search.provider) else "keyword-only"
-        return EmbeddingsState(state, exc.reason, exc.fix or "")
+        name: EmbeddingsStateName = (
+            "unavailable" if is_remote(settings.search.provider) else "keyword-only"
+        )
+        return EmbeddingsState(name, exc.reason, exc.fix or "")
     vectors = leg.vectors.count(identity.key())
     stopped = known_failure(embedder)
     if stopped is not None:  # the server crashed again and again: not restarted for now

@@ -47,7 +47,8 @@ from apus.memory.transcript_reader import (
     transcript_history,
 )
 from apus.memory.writer import Entry, WrittenEntry, append_entry
-from apus.search.engine import Searcher, SearchOptions, SearchResponse
+from apus.search.engine import Searcher, SearchResponse
+from apus.search.options import SearchOptions
 from apus.search.query import ParsedQuery
 from apus.search.recall import RecallEntry, recall
 from apus.search.vector_leg import ProviderVectorLeg
@@ -465,7 +466,7 @@ class Memory:
 
     def _watch(self, debounce_ms: int) -> None:
         roots = [self.vault, *self.settings.extra_roots()]
-        suffixes = NOTE_SUFFIXES
+        suffixes: tuple[str, ...] = NOTE_SUFFIXES
         if self.settings.search.extra_paths:  # images and audio there are indexed too
             suffixes += tuple(sorted(MEDIA_RULE.suffixes))
         if transcripts.enabled(self.settings.search):  # conversations grow while agents run

@@ -34,7 +34,7 @@ class Backoff:
 
     def delay(self, failures: int) -> float:
         """Seconds to wait after `failures` failed syncs in a row (1 or more)."""
-        return min(self.first * 2 ** min(failures - 1, 30), self.longest)
+        return min(self.first * 2.0 ** min(failures - 1, 30), self.longest)
 
 
 @dataclass(frozen=True)

@@ -353,7 +353,7 @@ class Searcher:
         vectors, a keyword search for its title and headings."""
         started = time.perf_counter()
         filters = replace(filters or NoteFilter(), exclude_paths=(path,))
-        own = self._with_store(lambda s: _note_chunks(s, path), [])
+        own: list[ChunkRecord] = self._with_store(lambda s: _note_chunks(s, path), [])
         admitted = self.admitted(filters)
         options = SearchOptions(limit=limit, mmr=False, recency=False, min_score=0.0)
         resolved = options.resolve(self.settings.search.query)
@@ -384,7 +384,9 @@ class Searcher:
         if admitted is not None:
             allowed = set(admitted.chunks.tolist())
             scores = {chunk: score for chunk, score in scores.items() if chunk in allowed}
-        chunks = self._with_store(lambda s: s.chunks_by_id(list(scores)), {})
+        chunks: dict[int, ChunkRecord] = self._with_store(
+            lambda s: s.chunks_by_id(list(scores)), {}
+        )
         best: dict[int, tuple[int, float]] = {}
         for chunk_id, score in scores.items():
             chunk = chunks.get(chunk_id)
@@ -590,7 +592,8 @@ class Searcher:
         """The chunks `ids` name, each read from the store once a search."""
         missing = [chunk_id for chunk_id in ids if chunk_id not in work.chunks]
         if missing:
-            work.chunks.update(self._with_store(lambda s: s.chunks_by_id(missing), {}))
+            found: dict[int, ChunkRecord] = self._with_store(lambda s: s.chunks_by_id(missing), {})
+            work.chunks.update(found)
         return work.chunks
 
     @staticmethod
@@ -637,11 +640,13 @@ class Searcher:
         once a search)."""
         if work.named is None:
             form = work.query.path.form
-            files = self._with_store(lambda s: self._files_named(s, form), [])
+            files: list[int] = self._with_store(lambda s: self._files_named(s, form), [])
             if work.admitted is not None:
                 admitted = work.admitted.files
                 files = [file_id for file_id in files if file_id in admitted]
-            firsts = self._with_store(lambda s: s.first_chunk_of_files(files), {}) if files else {}
+            firsts: dict[int, ChunkRecord] = {}
+            if files:
+                firsts = self._with_store(lambda s: s.first_chunk_of_files(files), {})
             work.named = {chunk.id for chunk in firsts.values()}
         return work.named
 

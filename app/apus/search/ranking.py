@@ -55,7 +55,8 @@ def recency_factor(
     if not half_life_days > 0:
         raise ValueError(f"half_life_days must be positive, got {half_life_days!r}")
     age_days = max((today - note_date).days, 0)
-    return 0.5 ** (age_days / half_life_days)
+    # float ** float is typed Any (a negative base gives a complex); 0.5 ** x is a float.
+    return float(0.5 ** (age_days / half_life_days))
 
 
 def recency_weight(decay: float, floor: float = DEFAULT_RECENCY_FLOOR) -> float:

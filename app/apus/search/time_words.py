@@ -112,10 +112,10 @@ def window_in_query(query: str, *, today: dt.date) -> tuple[DateWindow, str] | N
     rolling = _ROLLING.search(query)
     if rolling:
         amount, unit = rolling.groups()
-        start = _parse(f"{amount} {unit}s ago", today)
-        if start is not None:
+        since = _parse(f"{amount} {unit}s ago", today)
+        if since is not None:
             text = _TRIM.sub("", rolling.group(0).strip())
-            window = DateWindow(start[0], today, text)
+            window = DateWindow(since[0], today, text)
             return window, _without(query, rolling.start(), rolling.end())
     if not _is_calendar(query):
         # Every phrase kept below is a calendar time and part of the query, so a query
@@ -190,7 +190,7 @@ def _parse(text: str, today: dt.date) -> tuple[dt.date, Period] | None:
     if data.date_obj is None:
         return None
     period = data.period if data.period in ("day", "week", "month", "year") else "day"
-    return data.date_obj.date(), period  # type: ignore[return-value]
+    return data.date_obj.date(), period
 
 
 @cache

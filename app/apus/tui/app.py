@@ -17,8 +17,8 @@ from apus.first_run import SetupChoices, detect_hardware
 from apus.index.status import IndexStatus
 from apus.indexing.sync import SyncReport
 from apus.memory import Memory
-from apus.search.engine import LegReport, SearchOptions
-from apus.search.options import ResolvedOptions
+from apus.search.engine import LegReport
+from apus.search.options import ResolvedOptions, SearchOptions
 from apus.tui.commands import apus_commands
 from apus.tui.editor import NoEditorError, editor_command
 from apus.tui.errors import NotifiesWorkerErrors, error_text
@@ -43,7 +43,8 @@ from apus.vault import transcripts
 
 _VAULT_ACTIONS = frozenset({"show_search", "show_browse", "show_status", "sync_index", "copy_path"})
 
-ScreenT = TypeVar("ScreenT", bound=Screen[object])
+# Any result type: Screen is invariant in it, and the app binds screens of every kind.
+ScreenT = TypeVar("ScreenT", bound=Screen[Any])
 
 
 class ApusApp(NotifiesWorkerErrors, App[None]):

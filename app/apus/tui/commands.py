@@ -7,7 +7,7 @@ from typing import Protocol
 
 from textual.app import SystemCommand
 
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 
 
 class CommandHost(Protocol):

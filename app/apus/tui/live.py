@@ -134,7 +134,7 @@ class LiveMemory:
     def open(self, source: SettingsSource, *, watch: bool | None) -> Memory:
         self.close()
         memory = Memory(source)
-        memory.subscribe(lambda event: self.app.post_message(MemoryEventMessage(event)))
+        memory.subscribe(self._hear)
         self.memory = memory
         self._embeddings = None
         self._evidence = None
@@ -144,6 +144,10 @@ class LiveMemory:
         self.refresh_status()
         self._poll = self.app.set_interval(STATUS_POLL_S, self.refresh_status, name="status-poll")
         return memory
+
+    def _hear(self, event: MemoryEvent) -> None:
+        """A listener on the session (called on its threads): the event goes to the app."""
+        self.app.post_message(MemoryEventMessage(event))
 
     def close(self) -> None:
         """Stop background work (a running sync keeps what it committed) and close."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apus.index.note_filter import CORPUS_SOURCES, NoteFilter
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 
 
 @dataclass

@@ -6,9 +6,12 @@ import datetime as dt
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 import yaml
+
+_T = TypeVar("_T")
 
 # Only \r\n, \r and \n end a line, as in editors; str.splitlines() would also split on
 # \x0c, \u2028 and others, and line numbers would drift from what the user sees.
@@ -92,8 +95,12 @@ class FenceTracker:
         return True
 
 
-# libyaml's parser is about ten times faster than the pure-Python one, when present.
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's parser is about ten times faster than the pure-Python one, when present. Its
+# loader offers the pure one's interface, so the checker is shown the one always there.
+if TYPE_CHECKING:
+    _SafeLoader = yaml.SafeLoader
+else:
+    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _NoDatesLoader(_SafeLoader):
@@ -253,35 +260,39 @@ def parse_note(text: str, *, fallback_title: str) -> ParsedNote:
     )
 
 
-_FIELD_READERS: dict[str, Callable[[object], object]] = {
-    "title": _meta_title,
-    "date": _meta_date,
-    "importance": _meta_importance,
-    "triggers": _meta_triggers,
-    "tags": _meta_tags,
-}
-_FIELD_DEFAULTS = {field.name: field.default for field in fields(NoteMeta)}
-
-
 def _read_meta(data: dict[object, object]) -> tuple[NoteMeta, list[str]]:
     """The fields of `data`, each read on its own: a value no reader expected (a number of
     thousands of digits, a structure nested too deep) leaves out that field alone, and says
     so, instead of stopping the note, or the whole sync, with a traceback."""
-    values: dict[str, object] = {}
     problems: list[str] = []
-    for name, reader in _FIELD_READERS.items():
-        try:
-            values[name] = reader(data.get(name))
-        except _Refused as exc:
-            values[name] = _FIELD_DEFAULTS[name]
-            problems.append(f"frontmatter `{name}` left out: {exc}")
-        except Exception as exc:  # user content: any failure of one field voids that field
-            values[name] = _FIELD_DEFAULTS[name]
-            problems.append(
-                f"frontmatter `{name}` left out: its value cannot be read "
-                f"({type(exc).__name__}: {_short(str(exc))})"
-            )
-    return NoteMeta(**values), problems  # type: ignore[arg-type]
+    meta = NoteMeta(
+        title=_read_field(data, "title", _meta_title, None, problems),
+        date=_read_field(data, "date", _meta_date, None, problems),
+        importance=_read_field(data, "importance", _meta_importance, None, problems),
+        triggers=_read_field(data, "triggers", _meta_triggers, (), problems),
+        tags=_read_field(data, "tags", _meta_tags, (), problems),
+    )
+    return meta, problems
+
+
+def _read_field(
+    data: dict[object, object],
+    name: str,
+    reader: Callable[[object], _T],
+    default: _T,
+    problems: list[str],
+) -> _T:
+    """`reader` applied to the field `name`, or `default` with why added to `problems`."""
+    try:
+        return reader(data.get(name))
+    except _Refused as exc:
+        problems.append(f"frontmatter `{name}` left out: {exc}")
+    except Exception as exc:  # user content: any failure of one field voids that field
+        problems.append(
+            f"frontmatter `{name}` left out: its value cannot be read "
+            f"({type(exc).__name__}: {_short(str(exc))})"
+        )
+    return default
 
 
 def _short(text: str, limit: int = 120) -> str:

@@ -19,9 +19,12 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from apus.embed.local.procs import pid_alive, read_json, write_private_json
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI  # llama-cpp-python's server is a FastAPI app
 
 API_KEY_ENV = "_APUS_EMBED_SERVER_KEY"
 EMBEDDINGS_PATH = "/v1/embeddings"
@@ -215,7 +218,7 @@ def _load_app(args: argparse.Namespace, api_key: str) -> tuple[Any, str, int] | 
     return app, device, gpu_layers
 
 
-def _note_use(app: Any, watchdog: Watchdog) -> None:
+def _note_use(app: FastAPI, watchdog: Watchdog) -> None:
     """An embedding request in flight is use; idle time restarts when the last one ends."""
 
     @app.middleware("http")

@@ -16,7 +16,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, OptionList, Static
 from textual.worker import get_current_worker
 
-from apus.search.engine import SearchHit, SearchOptions, SearchResponse
+from apus.search.engine import SearchHit, SearchResponse
+from apus.search.options import SearchOptions
 from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import plural
 from apus.tui.live import LiveMemory
@@ -159,7 +160,7 @@ class SearchScreen(NotifiesWorkerErrors, StatusBarScreen):
         query = self.query_text.strip()
         if query:
             self._searched_at = time.perf_counter()
-            self._search(query, self.preferences.options(self.live.settings))
+            self._search(query, self.preferences.options())
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def _search(self, query: str, options: SearchOptions) -> None:

@@ -144,11 +144,11 @@ class ModelStep(SetupStep):
     @work(thread=True, exclusive=True, group="download", exit_on_error=False)
     def _download(self, manifest: ModelManifest) -> Path:
         worker = get_current_worker()
-        return download_model(
-            manifest,
-            progress=lambda done, total: self.post_message(self.DownloadProgress(done, total)),
-            cancel=worker.cancelled_event,
-        )
+
+        def progress(done: int, total: int) -> None:
+            self.post_message(self.DownloadProgress(done, total))
+
+        return download_model(manifest, progress=progress, cancel=worker.cancelled_event)
 
     def on_model_step_download_progress(self, message: DownloadProgress) -> None:
         bar = self.query_one("#download-bar", ProgressBar)

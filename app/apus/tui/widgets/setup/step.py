@@ -50,7 +50,7 @@ class SetupStep(Vertical):
         """A test's progress or verdict in `status` (None: hide it)."""
         status.update(text or "")
         status.display = bool(text)
-        status.set_class(bool(text) and text.startswith("✗"), "-error")
-        status.set_class(bool(text) and text.startswith("✓"), "-ok")
+        status.set_class(text is not None and text.startswith("✗"), "-error")
+        status.set_class(text is not None and text.startswith("✓"), "-ok")
         if text is not None:
             self.call_after_refresh(status.scroll_visible, animate=False)

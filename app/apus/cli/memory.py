@@ -299,6 +299,7 @@ def search(
             scope=SessionScope(asker=Asker(agent, session)),
         )
         from apus.search.per_note import limit_per_note
+        from apus.search.weak import weak_chunks
 
         with _open() as memory:
             shown = limit or memory.settings.search.query.max_results
@@ -307,27 +308,37 @@ def search(
             fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
             options = SearchOptions(mode=mode, limit=fetch, filters=filters)  # type: ignore[arg-type]
             response = memory.search(" ".join(query), options)
-        if per_note is not None:
-            response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
-        _show(response, explain=explain, as_json=as_json)
+            if per_note is not None:
+                response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
+            weak = weak_chunks(response.hits, memory.provider.embedder)
+        _show(response, explain=explain, as_json=as_json, weak=weak)
 
     run_guarded(body)
 
 
-def _show(response: SearchResponse, *, explain: bool, as_json: bool) -> None:
+def _show(
+    response: SearchResponse,
+    *,
+    explain: bool,
+    as_json: bool,
+    weak: frozenset[int] = frozenset(),  # chunk ids of the weak hits
+) -> None:
     if as_json:
         _json(
             {
                 "query": response.query,
                 "mode": response.mode,
                 "legs": {name: asdict(leg) for name, leg in response.legs.items()},
-                "results": [_hit_json(hit, explain) for hit in response.hits],
+                "results": [
+                    {**_hit_json(hit, explain), "weak": hit.chunk_id in weak}
+                    for hit in response.hits
+                ],
             }
         )
         return
     from apus.cli.render import print_hits
 
-    print_hits(response, explain=explain)
+    print_hits(response, explain=explain, weak=weak)
 
 
 @memory.command()

@@ -4,8 +4,9 @@ the question reaches as easily.
 The vector leg always returns its nearest chunks, so a question the notes say nothing about
 still gets passages, with relevances like those of real answers. What tells them apart is the
 raw cosine of the query to the passage, and where that lies depends on the model: each
-threshold below was measured for one model family (`apus.embed.prefixes`), and a model with
-no measured threshold flags nothing.
+threshold below was measured for one model family (`apus.embed.prefixes`), or, in the family
+"none" that every unrecognised model falls in, for one model by name; a model with no
+measured threshold flags nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ class _Measured:
 
 
 # `python -m apus.benchmarks.weak_hits`, top 5 hybrid hits with the product defaults, questions
-# of conversations (LoCoMo) and of documents (SciFact claims) asked in their own vault and in
-# vaults that cannot answer them; chosen on the tuning half, checked on the held-out half.
+# of conversations (LoCoMo) and of documents (SciFact claims, 1,500 abstracts) asked in their
+# own vault and in vaults that cannot answer them: the highest threshold that at most 5% of
+# the relevant hits lie below, chosen on the tuning half and checked on the held-out half.
 _THRESHOLDS: tuple[_Measured, ...] = (
     # all-MiniLM-L6-v2 (Q8_0): relevant hits' cosines, 5th percentile, 0.20 on conversations
     # and 0.38 on documents; the vector-only hits of unanswerable questions, median 0.11 and

@@ -38,8 +38,14 @@ def vocabulary() -> list[str]:
     return list(dict.fromkeys(tokens))  # llama.cpp refuses duplicate tokens
 
 
-def write_tiny_gguf(path: Path, *, name: str = "tiny-bert", seed: int = 1234) -> Path:
-    """Write the model to `path`; `name` becomes general.name (family detection reads it)."""
+def write_tiny_gguf(
+    path: Path, *, name: str = "tiny-bert", seed: int = 1234, block_scale: float = 0.2
+) -> Path:
+    """Write the model to `path`; `name` becomes general.name (family detection reads it).
+
+    `block_scale` sizes the weights every token shares (the layers, the token type): small,
+    a text's vector is about the mean of its words' own, and texts with no word in common get
+    vectors far apart (at 0.2, any two texts are above 0.5)."""
     tokens = vocabulary()
     rng = np.random.default_rng(seed)
 
@@ -78,20 +84,24 @@ def write_tiny_gguf(path: Path, *, name: str = "tiny-bert", seed: int = 1234) ->
     ones = np.ones(HIDDEN, dtype=np.float32)
     zeros = np.zeros(HIDDEN, dtype=np.float32)
     writer.add_tensor("token_embd.weight", weights(len(tokens), HIDDEN))
-    writer.add_tensor("token_types.weight", weights(2, HIDDEN))
+    writer.add_tensor("token_types.weight", weights(2, HIDDEN, scale=block_scale))
     writer.add_tensor("position_embd.weight", weights(CONTEXT, HIDDEN, scale=0.02))
     writer.add_tensor("token_embd_norm.weight", ones.copy())
     writer.add_tensor("token_embd_norm.bias", zeros.copy())
     for block in range(LAYERS):
         prefix = f"blk.{block}"
         for part in ("attn_q", "attn_k", "attn_v", "attn_output"):
-            writer.add_tensor(f"{prefix}.{part}.weight", weights(HIDDEN, HIDDEN))
+            writer.add_tensor(f"{prefix}.{part}.weight", weights(HIDDEN, HIDDEN, scale=block_scale))
             writer.add_tensor(f"{prefix}.{part}.bias", weights(HIDDEN, scale=0.02))
         writer.add_tensor(f"{prefix}.attn_output_norm.weight", ones.copy())
         writer.add_tensor(f"{prefix}.attn_output_norm.bias", zeros.copy())
-        writer.add_tensor(f"{prefix}.ffn_up.weight", weights(FEED_FORWARD, HIDDEN))
+        writer.add_tensor(
+            f"{prefix}.ffn_up.weight", weights(FEED_FORWARD, HIDDEN, scale=block_scale)
+        )
         writer.add_tensor(f"{prefix}.ffn_up.bias", weights(FEED_FORWARD, scale=0.02))
-        writer.add_tensor(f"{prefix}.ffn_down.weight", weights(HIDDEN, FEED_FORWARD))
+        writer.add_tensor(
+            f"{prefix}.ffn_down.weight", weights(HIDDEN, FEED_FORWARD, scale=block_scale)
+        )
         writer.add_tensor(f"{prefix}.ffn_down.bias", weights(HIDDEN, scale=0.02))
         writer.add_tensor(f"{prefix}.layer_output_norm.weight", ones.copy())
         writer.add_tensor(f"{prefix}.layer_output_norm.bias", zeros.copy())

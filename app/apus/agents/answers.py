@@ -33,6 +33,11 @@ class Passage(_Answer):
     media: Media | None = Field(
         None, description="set when the result is an image or audio file: its type and size"
     )
+    weak: bool | None = Field(
+        None,
+        description="true when only meaning matched, and no closer than passages of notes "
+        "that cannot answer the query: likely not an answer",
+    )
 
 
 class Fallback(_Answer):

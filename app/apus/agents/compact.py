@@ -25,12 +25,15 @@ def structured(answer: SearchAnswer) -> dict[str, Any]:
 
 
 def render_text(answer: SearchAnswer) -> str:
-    """Header, one `citation  score  snippet` line per passage, then notices and what did
-    not run."""
+    """Header, one `citation  score  snippet` line per passage (a weak one ends `(weak)`),
+    then notices and what did not run."""
     if answer.unavailable:
         return f"Search is unavailable: {answer.error} Fix: {answer.action}"
     lines = [_header(answer)]
-    lines += [f"{p.citation}  {p.score:.3f}  {_one_line(p.snippet)}" for p in answer.results]
+    lines += [
+        f"{p.citation}  {p.score:.3f}  {_one_line(p.snippet)}{'  (weak)' if p.weak else ''}"
+        for p in answer.results
+    ]
     window = answer.timeWindow
     if window is not None:
         lines.append(f"Time window ({window.source}: {window.text!r}): {window.describe()}")

@@ -52,6 +52,7 @@ from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
 from apus.search.query import ParsedQuery
 from apus.search.ranking import readable_score
 from apus.search.time_words import ACCEPTED, TimeWordsError, bound
+from apus.search.weak import weak_chunks
 from apus.vault.transcripts import session_key_of
 
 # The most passages one answer holds (maxResults above it is clamped, and said so).
@@ -159,9 +160,9 @@ class AgentTools:
             return _search_reply(_unavailable(exc), maxChars)
         except ApusError as exc:
             raise _tool_error(exc) from exc
-        answer = self._answer(
-            replace(response, hits=limit_per_note(response.hits, perNote)[:limit])
-        )
+        hits = limit_per_note(response.hits, perNote)[:limit]
+        weak = weak_chunks(hits, self.memory.provider.embedder)
+        answer = self._answer(replace(response, hits=hits), weak)
         answer.timeWindow = None if window is None else window.answer()
         answer.notices = notices or None
         return _search_reply(answer, maxChars)
@@ -407,7 +408,7 @@ class AgentTools:
 
     # -- shaping ----------------------------------------------------------------------------
 
-    def _answer(self, response: SearchResponse) -> SearchAnswer:
+    def _answer(self, response: SearchResponse, weak: frozenset[int] = frozenset()) -> SearchAnswer:
         memory = self.memory
         vector = response.legs.get("vector")
         keyword = response.legs.get("keyword")
@@ -423,7 +424,7 @@ class AgentTools:
             debug["embeddingBootstrap"] = redact(provider.reason)
         return SearchAnswer(
             indexing=self.indexing.current(),
-            results=[_passage(hit) for hit in response.hits],
+            results=[_passage(hit, hit.chunk_id in weak) for hit in response.hits],
             provider=memory.settings.search.provider,
             model=_model_name(memory),
             mode=mode,
@@ -432,7 +433,7 @@ class AgentTools:
         )
 
 
-def _passage(hit: SearchHit) -> Passage:
+def _passage(hit: SearchHit, weak: bool) -> Passage:
     return Passage(
         path=hit.path,
         startLine=hit.start_line,
@@ -443,6 +444,7 @@ def _passage(hit: SearchHit) -> Passage:
         source=hit.source,
         citation=hit.citation,
         media=None if hit.media is None else Media(type=hit.media.mime_type, bytes=hit.media.size),
+        weak=True if weak else None,
     )
 
 

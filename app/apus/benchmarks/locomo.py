@@ -13,6 +13,7 @@ turns the top 5 hold (what an agent must read).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from apus import paths
 from apus.benchmarks.beir import DEFAULTS, Variant, _RememberingLeg
 from apus.benchmarks.textbook_bm25 import TextbookBm25
 from apus.config import Settings
@@ -244,6 +246,12 @@ class TurnLines:
     def turns_of(self, hit: SearchHit) -> set[str]:
         lines = self.lines.get(hit.path, {})
         return {lines[n] for n in range(hit.start_line, hit.end_line + 1) if n in lines}
+
+
+def conversation_root(folder: Path, layout: str, name: str) -> Path:
+    """The cache folder of one conversation's vault and indexes, kept between runs."""
+    key = hashlib.sha256(f"{folder.resolve()}:{layout}".encode()).hexdigest()[:12]
+    return paths.cache_dir() / "eval" / f"locomo-{key}" / name
 
 
 def note_path(session: Session) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
@@ -12,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from apus import paths
 from apus.benchmarks.beir import DEFAULTS, eval_settings, index_name, parse_variant
 from apus.benchmarks.locomo import (
     AGE_THIRDS,
@@ -21,6 +19,7 @@ from apus.benchmarks.locomo import (
     ConversationMetrics,
     ConversationRun,
     LocomoResult,
+    conversation_root,
     evaluate_conversations,
     load_conversations,
     textbook_reference,
@@ -95,8 +94,7 @@ def _today_rule(text: str) -> Callable[[Conversation], dt.date] | None:
 def _prepare(
     folder: Path, conversation: Conversation, layout: str, model: str, prefix_scheme: str
 ) -> ConversationRun:
-    key = hashlib.sha256(f"{folder.resolve()}:{layout}".encode()).hexdigest()[:12]
-    root = paths.cache_dir() / "eval" / f"locomo-{key}" / conversation.name
+    root = conversation_root(folder, layout, conversation.name)
     vault = root / "vault"
     vault.mkdir(parents=True, exist_ok=True)
     extra: dict[str, object] = {}

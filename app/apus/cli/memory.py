@@ -322,6 +322,8 @@ def search(
             sources=CORPUS_SOURCES[corpus],
             scope=SessionScope(asker=Asker(agent, session)),
         )
+        from apus.search.weak import weak_chunks
+
         with _open() as memory:
             shown = limit or memory.settings.search.query.max_results
             # With --per-note, more passages are asked for than shown: a note's extra ones
@@ -330,10 +332,11 @@ def search(
             options = SearchOptions(mode=mode, limit=fetch, filters=filters)
             response, widened = memory.search_dated(words, options, guessed=window is not None)
             reading = memory.reading()
-        if per_note is not None:
-            response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
+            if per_note is not None:
+                response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
+            weak = weak_chunks(response.hits, memory.provider.embedder)
         context = SearchContext(window, widened, reading)
-        _show(response, context, explain=explain, as_json=as_json)
+        _show(response, context, explain=explain, as_json=as_json, weak=weak)
 
     run_guarded(body)
 
@@ -352,6 +355,7 @@ def _show(
     *,
     explain: bool,
     as_json: bool,
+    weak: frozenset[int] = frozenset(),  # chunk ids of the weak hits
 ) -> None:
     """A search's (or `related`'s) hits; `context`: what a search says beside them."""
     if as_json:
@@ -361,7 +365,10 @@ def _show(
                 "mode": response.mode,
                 "legs": {name: asdict(leg) for name, leg in response.legs.items()},
                 **(context.as_json() if context is not None else {}),
-                "results": [_hit_json(hit, explain) for hit in response.hits],
+                "results": [
+                    {**_hit_json(hit, explain), "weak": hit.chunk_id in weak}
+                    for hit in response.hits
+                ],
             }
         )
         return
@@ -369,7 +376,7 @@ def _show(
 
     for notice in context.notices() if context is not None else []:
         click.echo(notice, err=True)
-    print_hits(response, explain=explain)
+    print_hits(response, explain=explain, weak=weak)
 
 
 @memory.command()

@@ -31,7 +31,10 @@ def _score_text(score: float) -> str:
     return f"{score:.3f}" if score == 0 or abs(score) >= 0.001 else f"{score:.2e}"
 
 
-def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
+def print_hits(
+    response: SearchResponse, *, explain: bool = False, weak: frozenset[int] = frozenset()
+) -> None:
+    """The hits, best first; those whose chunk id is in `weak` are marked `weak`."""
     console = Console(highlight=False)
     for name, leg in response.legs.items():
         if not leg.ran and leg.reason and "not requested" not in leg.reason:
@@ -51,6 +54,8 @@ def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
         )
         if hit.title:
             header.append_text(_line((f"  {hit.title}", "bold")))
+        if hit.chunk_id in weak:
+            header.append_text(_line(("  (weak)", "yellow")))
         console.print(header)
         # One stand-in per character: the highlight offsets still point at the words.
         snippet = Text("    " + terminal_safe(hit.snippet))

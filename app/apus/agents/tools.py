@@ -453,7 +453,7 @@ def _unavailable(exc: ProviderUnavailableError) -> SearchAnswer:
     return SearchAnswer(
         results=[],
         unavailable=True,
-        error=exc.message,
+        error=exc.reason,
         action=exc.fix or "check the embedding provider (apus memory status --deep)",
     )
 
@@ -532,7 +532,7 @@ def _search_reply(answer: SearchAnswer, max_chars: int | None) -> Any:
 
 
 def _tool_error(exc: ApusError) -> ToolError:
-    return ToolError(f"{exc.message} Fix: {exc.fix}" if exc.fix else exc.message)
+    return ToolError(f"{exc.reason} Fix: {exc.fix}" if exc.fix else exc.reason)
 
 
 def _reply(answer: BaseModel, *, text: str | None = None) -> Any:

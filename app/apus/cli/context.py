@@ -27,7 +27,7 @@ def run_guarded(action: Callable[[], T]) -> T:
         return action()
     except ApusError as exc:
         # Messages carry paths and names from the vault: shown, never obeyed.
-        click.secho(f"Error: {terminal_safe(exc.message)}", fg="red", err=True)
+        click.secho(f"Error: {terminal_safe(exc.reason)}", fg="red", err=True)
         if exc.fix:
             click.echo(f"Fix: {terminal_safe(exc.fix)}", err=True)
         sys.exit(1)

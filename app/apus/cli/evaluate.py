@@ -213,7 +213,7 @@ def _run_beir(
         SyncProgressBar(enabled=not as_json) as bar,
     ):
         report = memory.sync(progress=bar.update)
-    if report.embedding.reason:
+    if report.embedding.problem is not None:
         click.secho(f"Embeddings: {report.embedding.message()}", fg="yellow", err=True)
     chosen = modes or (("keyword", "vector", "hybrid") if model else ("keyword",))
     results = evaluate(settings_for, collection, mapping, chosen, variants=variants, mmr=mmr)

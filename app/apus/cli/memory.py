@@ -137,10 +137,11 @@ def _print_index_report(settings: Settings, report: SyncReport) -> None:
         say(f"Embedded {report.embedded} chunks.")
     if report.embedding.vectors_rebuilt:
         say(f"Rebuilt the vector index from the store: {report.embedding.vectors_rebuilt}.")
-    if report.embedding.reason:
-        say(f"Embeddings: {report.embedding.reason}", fg="yellow")
-        if report.embedding.fix:
-            say(f"Fix: {report.embedding.fix}")
+    problem = report.embedding.problem
+    if problem is not None:
+        say(f"Embeddings: {problem.reason}", fg="yellow")
+        if problem.fix:
+            say(f"Fix: {problem.fix}")
     if report.skipped:
         say(f"Skipped {len(report.skipped)} file(s):")
         for item in report.skipped[:20]:

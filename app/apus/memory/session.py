@@ -21,6 +21,7 @@ from apus.embed.providers import (
 )
 from apus.errors import IndexBusyError
 from apus.index.last_sync import LastSync, newer, read_last_sync, write_last_sync
+from apus.index.lock import writer_elsewhere
 from apus.index.media import MEDIA_RULE
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.progress import ProgressCallback, SyncProgress, ignore_progress
@@ -411,8 +412,12 @@ class Memory:
             provider = self.provider
             # Without an embedder the leg still says why (and whether that is a failure).
             if self._leg is None and provider.state != "off":
-                self._leg = ProviderVectorLeg(self.index_dir, provider)
+                self._leg = ProviderVectorLeg(self.index_dir, provider, self._embedding_now)
             return self._leg
+
+    def _embedding_now(self) -> bool:
+        """Whether this process or another is embedding this index at this moment."""
+        return self._embedding is not None or writer_elsewhere(self.index_dir) is not None
 
     def _close_search_side(self) -> None:
         if self._searcher is not None:

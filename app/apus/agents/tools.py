@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 from apus.agents.answers import (
     Fallback,
     HistoryMessage,
-    Media,
     NoteWindow,
     Passage,
     RecallAnswer,
@@ -45,6 +44,7 @@ from apus.index.note_filter import (
     normalise_prefix,
 )
 from apus.memory import Memory
+from apus.memory.hit_json import hit_json
 from apus.memory.writer import Entry, Target
 from apus.search.engine import SearchHit, SearchOptions, SearchResponse
 from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
@@ -428,17 +428,7 @@ class AgentTools:
 
 
 def _passage(hit: SearchHit) -> Passage:
-    return Passage(
-        path=hit.path,
-        startLine=hit.start_line,
-        endLine=hit.end_line,
-        score=hit.score,
-        relevance=readable_score(hit.explain.merged),
-        snippet=hit.snippet,
-        source=hit.source,
-        citation=hit.citation,
-        media=None if hit.media is None else Media(type=hit.media.mime_type, bytes=hit.media.size),
-    )
+    return Passage(**hit_json(hit, case="camel"), relevance=readable_score(hit.explain.merged))
 
 
 def _model_name(memory: Memory) -> str | None:

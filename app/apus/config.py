@@ -22,6 +22,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -257,6 +258,9 @@ class Settings(_Section):
     memory: MemorySettings = MemorySettings()
     tools: ToolsSettings = ToolsSettings()
     tui: TuiSettings = TuiSettings()
+    # The index folder, found once: it needs the vault's real path (a stat, an access check
+    # and a realpath), and the session's every step asks for it.
+    _index_dir: Path | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -304,7 +308,10 @@ class Settings(_Section):
             raise
 
     def index_dir(self) -> Path:
-        return paths.index_dir(self.vault_path(), self.search.store.path or None)
+        """This vault's index folder; raises as `vault_path` does until it is found."""
+        if self._index_dir is None:
+            self._index_dir = paths.index_dir(self.vault_path(), self.search.store.path or None)
+        return self._index_dir
 
     def extra_roots(self) -> list[Path]:
         base = self.vault_path()

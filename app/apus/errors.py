@@ -1,18 +1,40 @@
-"""User-facing errors: what happened, and the one command that fixes it."""
+"""User-facing problems and errors: what happened, and the one command that fixes it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why something cannot be done, and the one thing to do about it (empty when nothing
+    the user does helps). Every layer reports trouble in these two words."""
+
+    reason: str
+    fix: str = ""
+
+    def message(self) -> str:
+        """One line for a person: the reason, then the fix."""
+        return f"{self.reason} (fix: {self.fix})" if self.fix else self.reason
+
+
+NO_PROBLEM = Problem("")  # what a value that is fine carries, so readers never test for None
+
 
 class ApusError(Exception):
-    """An error the user can act on. `fix` is the one thing to do about it."""
+    """An error the user can act on: a `Problem` that stops the operation."""
 
-    def __init__(self, message: str, fix: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.fix = fix
+    def __init__(self, reason: str, fix: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fix = fix or ""
+
+    @property
+    def problem(self) -> Problem:
+        return Problem(self.reason, self.fix)
 
     def __str__(self) -> str:
-        return f"{self.message}\nFix: {self.fix}" if self.fix else self.message
+        return f"{self.reason}\nFix: {self.fix}" if self.fix else self.reason
 
 
 class ConfigError(ApusError):

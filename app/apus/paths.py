@@ -135,7 +135,3 @@ def _shipped_dir(name: str) -> Path:
 def bundled_models_dir() -> Path:
     """Model manifests (`models/*.toml`)."""
     return _shipped_dir("models")
-
-
-def assets_dir() -> Path:
-    return _shipped_dir("assets")

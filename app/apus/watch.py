@@ -22,7 +22,7 @@ _MAX_BATCH_S = 10.0
 _POLL_MS = 100
 
 
-class NoteFilter(DefaultFilter):
+class NoteChangeFilter(DefaultFilter):
     """Note files, and suffix-less paths (a moved or deleted folder of notes reports only itself).
 
     Hidden files and folders inside a root (.git, .obsidian, editor swap files) never count.
@@ -74,7 +74,7 @@ def watch_notes(
     first_change = last_change = 0.0
     batches = watch(
         *existing,
-        watch_filter=NoteFilter(existing, suffixes),
+        watch_filter=NoteChangeFilter(existing, suffixes),
         step=_POLL_MS,
         stop_event=stop,
         rust_timeout=_POLL_MS,

@@ -131,5 +131,5 @@ def test_unknown_names_are_refused_with_what_exists(
     config.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
         load_settings(config_file=config, environ={})
-    assert message in caught.value.message
-    assert "line 1" in caught.value.message or "line 2" in caught.value.message
+    assert message in caught.value.reason
+    assert "line 1" in caught.value.reason or "line 2" in caught.value.reason

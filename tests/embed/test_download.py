@@ -105,7 +105,7 @@ def test_an_unreachable_hub_fails_at_once_with_an_offline_message(
         monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
         with pytest.raises(DownloadError) as caught:
             pull_model(hub_manifest(CONTENT))
-    assert "Cannot reach the model hub" in caught.value.message
+    assert "Cannot reach the model hub" in caught.value.reason
     assert "HF_ENDPOINT" in (caught.value.fix or "")
 
 

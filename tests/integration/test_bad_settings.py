@@ -165,7 +165,7 @@ def test_the_vault_check_names_each_problem(tmp_path: Path) -> None:
         settings = load_settings(environ={}, overrides={"vault": raw})
         with pytest.raises(VaultError, match="The notes folder") as caught:
             settings.vault_path()
-        assert words in caught.value.message
+        assert words in caught.value.reason
 
 
 def test_a_vault_without_search_permission_is_one_clear_error() -> None:

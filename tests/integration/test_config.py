@@ -142,21 +142,21 @@ def test_toml_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
     config.write_text('vault = "x"\n[memory.search\nprovider = "none"\n', encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
         load_settings(config_file=config, environ={})
-    assert "not valid TOML" in caught.value.message
-    assert str(config) in caught.value.message
-    assert "line 2" in caught.value.message
+    assert "not valid TOML" in caught.value.reason
+    assert str(config) in caught.value.reason
+    assert "line 2" in caught.value.reason
 
 
 def test_invalid_environment_values_are_named(tmp_path: Path) -> None:
     absent = tmp_path / "absent.toml"
     with pytest.raises(ConfigError) as bad_value:
         load_settings(config_file=absent, environ={"APUS_MEMORY__SEARCH__PROVIDER": "bogus"})
-    assert "`memory.search.provider`" in bad_value.value.message
-    assert "APUS_* environment" in bad_value.value.message
+    assert "`memory.search.provider`" in bad_value.value.reason
+    assert "APUS_* environment" in bad_value.value.reason
 
     with pytest.raises(ConfigError) as bad_key:
         load_settings(config_file=absent, environ={"APUS_MEMORY__SEARCH__PROVIDR": "none"})
-    assert "APUS_MEMORY__SEARCH__PROVIDR" in bad_key.value.message
+    assert "APUS_MEMORY__SEARCH__PROVIDR" in bad_key.value.reason
 
 
 def test_update_config_file_keeps_comments_and_refuses_bad_values(tmp_path: Path) -> None:

@@ -374,7 +374,7 @@ def test_second_writer_gets_a_clear_busy_error(tmp_path: Path) -> None:
     with WriterLock(settings.index_dir(), settings.vault_path()):
         with pytest.raises(IndexBusyError) as caught:
             sync(settings)
-        assert f"pid {os.getpid()}" in caught.value.message
+        assert f"pid {os.getpid()}" in caught.value.reason
 
         result = run_apus("--vault", vault, "memory", "index", expect=1)
         assert "Another Apus process" in result.stderr

@@ -230,7 +230,7 @@ def test_model_change_pauses_vectors_and_force_rebuilds(
     assert response.hits[0].path == "projects/network.md"  # keyword still answers
     report = sync(second)  # without --force nothing is re-embedded
     assert report.embedded == 0
-    assert report.embedding.state == "paused" and "paused" in report.embedding.reason
+    assert report.embedding.state == "paused" and "paused" in report.embedding.message()
     forced = sync(second, force=True)
     assert forced.embedded == forced.chunks
     assert embeddings(second).state == "ready"

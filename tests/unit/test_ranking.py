@@ -11,10 +11,10 @@ import pytest
 
 from apus.search.ranking import (
     PathTier,
+    QueryPath,
     RankFactors,
     final_score,
     importance_factor,
-    path_tier,
     rank_key,
     readable_score,
     recency_factor,
@@ -23,6 +23,11 @@ from apus.search.ranking import (
 )
 
 TODAY = date(2025, 3, 1)
+
+
+def path_tier(query: str, rel_path: str) -> PathTier:
+    """How `query` names `rel_path`, as the Searcher reads a query once and asks per note."""
+    return QueryPath.of(query).tier(rel_path)
 
 
 @pytest.mark.parametrize(

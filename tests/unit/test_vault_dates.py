@@ -6,7 +6,12 @@ import datetime as dt
 
 import pytest
 
-from apus.vault.dates import date_from_path, is_evergreen
+from apus.vault.dates import date_from_path
+
+
+def is_evergreen(rel_path: str) -> bool:
+    """Ranking treats a note without a date in its name as evergreen (no decay)."""
+    return date_from_path(rel_path) is None
 
 
 @pytest.mark.parametrize(

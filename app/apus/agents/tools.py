@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 from apus.agents.answers import (
     Fallback,
     HistoryMessage,
-    Media,
     NoteWindow,
     Passage,
     RecallAnswer,
@@ -45,6 +44,7 @@ from apus.index.note_filter import (
     normalise_prefix,
 )
 from apus.memory import Memory
+from apus.memory.hit_json import hit_json
 from apus.memory.writer import Entry, Target
 from apus.search.engine import SearchHit, SearchResponse
 from apus.search.options import SearchOptions
@@ -435,15 +435,8 @@ class AgentTools:
 
 def _passage(hit: SearchHit, weak: bool) -> Passage:
     return Passage(
-        path=hit.path,
-        startLine=hit.start_line,
-        endLine=hit.end_line,
-        score=hit.score,
+        **hit_json(hit, case="camel"),
         relevance=readable_score(hit.explain.merged),
-        snippet=hit.snippet,
-        source=hit.source,
-        citation=hit.citation,
-        media=None if hit.media is None else Media(type=hit.media.mime_type, bytes=hit.media.size),
         weak=True if weak else None,
     )
 
@@ -460,7 +453,7 @@ def _unavailable(exc: ProviderUnavailableError) -> SearchAnswer:
     return SearchAnswer(
         results=[],
         unavailable=True,
-        error=exc.message,
+        error=exc.reason,
         action=exc.fix or "check the embedding provider (apus memory status --deep)",
     )
 
@@ -539,7 +532,7 @@ def _search_reply(answer: SearchAnswer, max_chars: int | None) -> CallToolResult
 
 
 def _tool_error(exc: ApusError) -> ToolError:
-    return ToolError(f"{exc.message} Fix: {exc.fix}" if exc.fix else exc.message)
+    return ToolError(f"{exc.reason} Fix: {exc.fix}" if exc.fix else exc.reason)
 
 
 def _reply(answer: BaseModel, *, text: str | None = None) -> CallToolResult:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from apus import __version__
-from apus.cli.context import run_guarded
+from apus.cli.context import guarded, run_guarded
 from apus.config import SettingsSource
 
 
@@ -56,15 +56,12 @@ def _open_tui(source: SettingsSource) -> None:
 
 @main.command()
 @click.pass_obj
+@guarded
 def setup(source: SettingsSource) -> None:
     """First-run wizard: notes folder, embedding provider, model download, first index."""
+    from apus.tui.app import run_setup
 
-    def body() -> None:
-        from apus.tui.app import run_setup
-
-        run_setup(source)
-
-    run_guarded(body)
+    run_setup(source)
 
 
 def _register() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from apus.cli.context import current_source, run_guarded
+from apus.cli.context import current_source, guarded
 
 
 @click.command("mcp")
@@ -14,6 +14,7 @@ from apus.cli.context import current_source, run_guarded
     help="Offer memory_write: the agent may append entries to today's daily note, MEMORY.md "
     "and USER.md (as memory.write.enabled = true).",
 )
+@guarded
 def mcp(writable: bool) -> None:
     """Serve this vault's memory to an agent over MCP (stdio).
 
@@ -22,16 +23,12 @@ def mcp(writable: bool) -> None:
     follows the vault while it runs. Register it with an MCP client as the command
     `apus --vault PATH mcp` (see the README).
     """
+    import dataclasses
 
-    def body() -> None:
-        import dataclasses
+    from apus.agents.server import serve
 
-        from apus.agents.server import serve
-
-        source = current_source()
-        if writable:
-            overrides = {**source.overrides, "memory.write.enabled": True}
-            source = dataclasses.replace(source, overrides=overrides)
-        serve(source)
-
-    run_guarded(body)
+    source = current_source()
+    if writable:
+        overrides = {**source.overrides, "memory.write.enabled": True}
+        source = dataclasses.replace(source, overrides=overrides)
+    serve(source)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from apus.cli.context import run_guarded
+from apus.cli.context import guarded
 
 if TYPE_CHECKING:
     from apus.benchmarks.embed_bench import EmbedBenchResult
@@ -33,31 +33,27 @@ def bench_worker(args: tuple[str, ...]) -> None:
 
 @bench.command("index")
 @click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
+@guarded
 def bench_index(corpus: Path) -> None:
     """Cold index, no-change re-sync and peak RSS, next to a bare Whoosh writer."""
+    from apus.benchmarks.index_bench import run_index_bench
 
-    def body() -> None:
-        from apus.benchmarks.index_bench import run_index_bench
-
-        click.echo(f"Indexing {corpus} (keyword only, scratch index)…", err=True)
-        r = run_index_bench(corpus)
-        click.echo(f"files                 {r.files}")
-        click.echo(f"chunks                {r.chunks}")
-        click.echo(f"cold index            {r.cold_seconds:.2f} s")
-        click.echo(f"  files/s             {r.files_per_s:.0f}")
-        click.echo(f"  chunks/s            {r.chunks_per_s:.0f}")
-        click.echo(f"  peak RSS            {r.peak_rss_mb:.0f} MB")
-        click.echo(
-            f"no-change re-sync     {r.resync_seconds:.2f} s "
-            f"(peak RSS {r.resync_peak_rss_mb:.0f} MB)"
-        )
-        click.echo(
-            f"bare Whoosh writer    {r.bare_seconds:.2f} s for {r.bare_files} files "
-            f"(peak RSS {r.bare_peak_rss_mb:.0f} MB)"
-        )
-        click.echo(f"overhead vs bare      {r.overhead_ratio:.2f}x")
-
-    run_guarded(body)
+    click.echo(f"Indexing {corpus} (keyword only, scratch index)…", err=True)
+    r = run_index_bench(corpus)
+    click.echo(f"files                 {r.files}")
+    click.echo(f"chunks                {r.chunks}")
+    click.echo(f"cold index            {r.cold_seconds:.2f} s")
+    click.echo(f"  files/s             {r.files_per_s:.0f}")
+    click.echo(f"  chunks/s            {r.chunks_per_s:.0f}")
+    click.echo(f"  peak RSS            {r.peak_rss_mb:.0f} MB")
+    click.echo(
+        f"no-change re-sync     {r.resync_seconds:.2f} s (peak RSS {r.resync_peak_rss_mb:.0f} MB)"
+    )
+    click.echo(
+        f"bare Whoosh writer    {r.bare_seconds:.2f} s for {r.bare_files} files "
+        f"(peak RSS {r.bare_peak_rss_mb:.0f} MB)"
+    )
+    click.echo(f"overhead vs bare      {r.overhead_ratio:.2f}x")
 
 
 @bench.command("sessions")
@@ -72,29 +68,26 @@ def bench_index(corpus: Path) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the generated transcripts and index here (default: a temporary folder).",
 )
+@guarded
 def bench_sessions(
     count: int, messages: int, queries: int, append_many: int, scratch: Path | None
 ) -> None:
     """Transcripts: cold index messages/s, append cost, `sessions search` p50/p95 (generated
     transcripts, keyword only)."""
+    from apus.benchmarks.transcripts_bench import run_sessions_bench, summary_lines
 
-    def body() -> None:
-        from apus.benchmarks.transcripts_bench import run_sessions_bench, summary_lines
-
-        click.echo(f"Generating {count} transcripts × {messages} messages…", err=True)
-        with tempfile.TemporaryDirectory(prefix="apus-bench-") as temporary:
-            folder = scratch or Path(temporary)
-            result = run_sessions_bench(
-                folder,
-                sessions=count,
-                messages=messages,
-                queries=queries,
-                append_many=append_many,
-            )
-        for line in summary_lines(result):
-            click.echo(line)
-
-    run_guarded(body)
+    click.echo(f"Generating {count} transcripts × {messages} messages…", err=True)
+    with tempfile.TemporaryDirectory(prefix="apus-bench-") as temporary:
+        folder = scratch or Path(temporary)
+        result = run_sessions_bench(
+            folder,
+            sessions=count,
+            messages=messages,
+            queries=queries,
+            append_many=append_many,
+        )
+    for line in summary_lines(result):
+        click.echo(line)
 
 
 @bench.command("search")
@@ -119,6 +112,7 @@ def bench_sessions(
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep the index here (reused by the next run) instead of a scratch folder.",
 )
+@guarded
 def bench_search(
     corpus: Path,
     queries: int,
@@ -129,35 +123,31 @@ def bench_search(
     index_dir: Path | None,
 ) -> None:
     """Query latency p50/p95 over many queries sampled from the corpus."""
+    from apus.benchmarks.search_bench import run_search_bench
 
-    def body() -> None:
-        from apus.benchmarks.search_bench import run_search_bench
-
-        chosen = modes or (("keyword", "hybrid") if model else ("keyword",))
-        with tempfile.TemporaryDirectory(prefix="apus-bench-") as scratch:
-            r = run_search_bench(
-                corpus,
-                index_dir or Path(scratch) / "index",
-                queries=queries,
-                modes=chosen,
-                model_path=model or "",
-                synthetic_vectors=synthetic_vectors,
-                copies=copies,
-            )
-        note = " (synthetic vectors: latency only)" if r.synthetic_vectors else ""
-        click.echo(
-            f"index: {r.files} files, {r.chunks} chunks (built in {r.index_seconds:.1f} s){note}"
+    chosen = modes or (("keyword", "hybrid") if model else ("keyword",))
+    with tempfile.TemporaryDirectory(prefix="apus-bench-") as scratch:
+        r = run_search_bench(
+            corpus,
+            index_dir or Path(scratch) / "index",
+            queries=queries,
+            modes=chosen,
+            model_path=model or "",
+            synthetic_vectors=synthetic_vectors,
+            copies=copies,
         )
-        for f in r.figures:
-            legs = ", ".join(f"{k} p50 {v:.1f} ms" for k, v in f.leg_p50_ms.items())
-            click.echo(
-                f"{f.mode:<8} {f.queries} queries  p50 {f.p50_ms:.1f} ms  p95 {f.p95_ms:.1f} ms"
-                f"  | without query embedding p50 {f.p50_without_embedding_ms:.1f} ms"
-                f"  p95 {f.p95_without_embedding_ms:.1f} ms  ({legs})"
-            )
-        click.echo(f"peak RSS {r.peak_rss_mb:.0f} MB")
-
-    run_guarded(body)
+    note = " (synthetic vectors: latency only)" if r.synthetic_vectors else ""
+    click.echo(
+        f"index: {r.files} files, {r.chunks} chunks (built in {r.index_seconds:.1f} s){note}"
+    )
+    for f in r.figures:
+        legs = ", ".join(f"{k} p50 {v:.1f} ms" for k, v in f.leg_p50_ms.items())
+        click.echo(
+            f"{f.mode:<8} {f.queries} queries  p50 {f.p50_ms:.1f} ms  p95 {f.p95_ms:.1f} ms"
+            f"  | without query embedding p50 {f.p50_without_embedding_ms:.1f} ms"
+            f"  p95 {f.p95_without_embedding_ms:.1f} ms  ({legs})"
+        )
+    click.echo(f"peak RSS {r.peak_rss_mb:.0f} MB")
 
 
 @bench.command("embed")
@@ -181,22 +171,19 @@ def bench_search(
     type=click.IntRange(1, 20),
     help="Run every row this many times, interleaved; each keeps its fastest.",
 )
+@guarded
 def bench_embed(model: Path, corpus: Path, limit_files: int, rounds: int) -> None:
     """Tokens/s of raw llama_cpp.Llama configurations (one sequence per call, packing to N
     tokens, n_batch/n_ubatch, threads, flash attention) and of the product's pipeline, on the
     same texts; the pipeline's ratio to the fastest."""
+    from apus.benchmarks.embed_bench import run_embed_bench
 
-    def body() -> None:
-        from apus.benchmarks.embed_bench import run_embed_bench
+    def say(line: str) -> None:
+        click.echo(line, err=True)
 
-        def say(line: str) -> None:
-            click.echo(line, err=True)
-
-        r = run_embed_bench(model, corpus, limit_files=limit_files, rounds=rounds, say=say)
-        for line in embed_table(r):
-            click.echo(line)
-
-    run_guarded(body)
+    r = run_embed_bench(model, corpus, limit_files=limit_files, rounds=rounds, say=say)
+    for line in embed_table(r):
+        click.echo(line)
 
 
 def embed_table(r: EmbedBenchResult) -> list[str]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
-from typing import TypeVar
+from typing import ParamSpec, TypeVar
 
 import click
 
@@ -13,6 +14,7 @@ from apus.errors import ApusError
 from apus.terminal_text import terminal_safe
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def current_source() -> SettingsSource:
@@ -27,10 +29,21 @@ def run_guarded(action: Callable[[], T]) -> T:
         return action()
     except ApusError as exc:
         # Messages carry paths and names from the vault: shown, never obeyed.
-        click.secho(f"Error: {terminal_safe(exc.message)}", fg="red", err=True)
+        click.secho(f"Error: {terminal_safe(exc.reason)}", fg="red", err=True)
         if exc.fix:
             click.echo(f"Fix: {terminal_safe(exc.fix)}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+
+
+def guarded(command: Callable[P, T]) -> Callable[P, T]:
+    """A command whose whole body runs under `run_guarded` (put it just above the `def`,
+    below the click decorators)."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_guarded(lambda: command(*args, **kwargs))
+
+    return run

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from apus.cli.context import run_guarded
+from apus.cli.context import guarded
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -94,6 +94,7 @@ if TYPE_CHECKING:
     help="Score only odd or even query ids (tune on one half, report on the other).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@guarded
 def evaluate(
     beir_dir: Path | None,
     qrels: Path | None,
@@ -124,37 +125,32 @@ def evaluate(
     if locomo_dir is not None:
         from apus.cli.evaluate_locomo import run_locomo
 
-        run_guarded(
-            lambda: run_locomo(
-                locomo_dir,
-                conversations=[c.strip() for c in conversations.split(",") if c.strip()],
-                layout=layout,
-                today=today,
-                modes=modes,
-                model=model,
-                prefix_scheme=prefix_scheme,
-                settings_sets=settings_sets,
-                as_json=as_json,
-            )
+        run_locomo(
+            locomo_dir,
+            conversations=[c.strip() for c in conversations.split(",") if c.strip()],
+            layout=layout,
+            today=today,
+            modes=modes,
+            model=model,
+            prefix_scheme=prefix_scheme,
+            settings_sets=settings_sets,
+            as_json=as_json,
         )
         return
     if beir_dir is None or qrels is None:
         raise click.UsageError("--beir needs --qrels FILE (the relevance judgments).")
-    collection_dir, judgments = beir_dir, qrels
-    run_guarded(
-        lambda: _run_beir(
-            collection_dir,
-            judgments,
-            modes=modes,
-            limit_docs=limit_docs,
-            model=model,
-            prefix_scheme=prefix_scheme,
-            mmr=mmr,
-            limit_queries=limit_queries,
-            settings_sets=settings_sets,
-            split=split,
-            as_json=as_json,
-        )
+    _run_beir(
+        beir_dir,
+        qrels,
+        modes=modes,
+        limit_docs=limit_docs,
+        model=model,
+        prefix_scheme=prefix_scheme,
+        mmr=mmr,
+        limit_queries=limit_queries,
+        settings_sets=settings_sets,
+        split=split,
+        as_json=as_json,
     )
 
 
@@ -214,7 +210,7 @@ def _run_beir(
         SyncProgressBar(enabled=not as_json) as bar,
     ):
         report = memory.sync(progress=bar.update)
-    if report.embedding.reason:
+    if report.embedding.problem is not None:
         click.secho(f"Embeddings: {report.embedding.message()}", fg="yellow", err=True)
     chosen = modes or (("keyword", "vector", "hybrid") if model else ("keyword",))
     results = evaluate(settings_for, collection, mapping, chosen, variants=variants, mmr=mmr)

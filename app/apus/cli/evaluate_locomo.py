@@ -65,7 +65,7 @@ def run_locomo(
             SyncProgressBar(enabled=not as_json) as bar,
         ):
             report = memory.sync(progress=bar.update)
-        if report.embedding.reason:
+        if report.embedding.problem is not None:
             click.secho(f"Embeddings: {report.embedding.message()}", fg="yellow", err=True)
         runs.append(run)
     chosen = tuple(modes) or (("keyword", "vector", "hybrid") if model else ("keyword",))

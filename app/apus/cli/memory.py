@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from apus.cli.context import current_source, run_guarded
+from apus.cli.context import current_source, guarded
 
 if TYPE_CHECKING:
     from apus.cli.search_context import SearchContext
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from apus.indexing.sync import SyncReport
     from apus.memory import Memory
     from apus.memory.writer import Target
-    from apus.search.engine import SearchResponse
+    from apus.search.engine import SearchHit, SearchResponse
     from apus.search.options import Mode
     from apus.search.query import ParsedQuery
 
@@ -53,6 +53,7 @@ def _json(data: Any) -> None:
 # Set by the index another command starts in the background: only a run a person asked for
 # starts an embedding server that crashed again and again.
 @click.option("--detached", is_flag=True, hidden=True)
+@guarded
 def index(force: bool, reembed: bool, as_json: bool, detached: bool) -> None:
     """Build or update the index (only changed files are read again).
 
@@ -65,39 +66,33 @@ def index(force: bool, reembed: bool, as_json: bool, detached: bool) -> None:
     A local embedding server that crashed three times in a row is not restarted by the app or
     the agent server; this command tries it again.
     """
+    from apus.cli.progress import SyncProgressBar
 
-    def body() -> None:
-        from apus.cli.progress import SyncProgressBar
+    cancel = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
 
-        cancel = threading.Event()
-        previous = signal.getsignal(signal.SIGINT)
+    def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
 
-        def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
-            if cancel.is_set():
-                raise KeyboardInterrupt
-            cancel.set()
-
-        signal.signal(signal.SIGINT, on_interrupt)
-        try:
-            with _open() as session, SyncProgressBar(enabled=not as_json) as bar:
-                if not detached:
-                    session.retry_provider()
-                report = session.sync(
-                    force=force, reembed=reembed, cancel=cancel, progress=bar.update
-                )
-                settings = session.settings
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        if as_json:
-            _json(report.as_json())
-        else:
-            _print_index_report(settings, report)
-        if report.cancelled:  # a script must not mistake a stopped run for a complete one
-            raise SystemExit(130)
-        if _embeddings_incomplete(settings, report):
-            raise SystemExit(EXIT_EMBEDDINGS_INCOMPLETE)
-
-    run_guarded(body)
+    signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        with _open() as session, SyncProgressBar(enabled=not as_json) as bar:
+            if not detached:
+                session.retry_provider()
+            report = session.sync(force=force, reembed=reembed, cancel=cancel, progress=bar.update)
+            settings = session.settings
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if as_json:
+        _json(report.as_json())
+    else:
+        _print_index_report(settings, report)
+    if report.cancelled:  # a script must not mistake a stopped run for a complete one
+        raise SystemExit(130)
+    if _embeddings_incomplete(settings, report):
+        raise SystemExit(EXIT_EMBEDDINGS_INCOMPLETE)
 
 
 def _embeddings_incomplete(settings: Settings, report: SyncReport) -> bool:
@@ -139,10 +134,11 @@ def _print_index_report(settings: Settings, report: SyncReport) -> None:
         say(f"Embedded {report.embedded} chunks.")
     if report.embedding.vectors_rebuilt:
         say(f"Rebuilt the vector index from the store: {report.embedding.vectors_rebuilt}.")
-    if report.embedding.reason:
-        say(f"Embeddings: {report.embedding.reason}", fg="yellow")
-        if report.embedding.fix:
-            say(f"Fix: {report.embedding.fix}")
+    stopped = report.embedding.problem
+    if stopped is not None:
+        say(f"Embeddings: {stopped.reason}", fg="yellow")
+        if stopped.fix:
+            say(f"Fix: {stopped.fix}")
     if report.skipped:
         say(f"Skipped {len(report.skipped)} file(s):")
         for item in report.skipped[:20]:
@@ -275,6 +271,7 @@ def _filters(
 )
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
+@guarded
 def search(
     query: tuple[str, ...],
     limit: int | None,
@@ -301,44 +298,39 @@ def search(
     (--corpus sessions or all) are searched only when they are indexed, and only those
     `tools.sessions.visibility` lets the asker (--agent, --session) see.
     """
+    from dataclasses import replace
 
-    def body() -> None:
-        from dataclasses import replace
+    from apus.cli.search_context import SearchContext
+    from apus.index.note_filter import CORPUS_SOURCES, Asker, SessionScope
+    from apus.search.options import SearchOptions
+    from apus.search.per_note import limit_per_note
+    from apus.search.weak import weak_chunks
 
-        from apus.cli.search_context import SearchContext
-        from apus.index.note_filter import CORPUS_SOURCES, Asker, SessionScope
-        from apus.search.options import SearchOptions
-        from apus.search.per_note import limit_per_note
-
-        words = _parsed(" ".join(query), dated=time_words and since is None and until is None)
-        window = words.window
-        filters = replace(
-            _filters(
-                paths,
-                since if window is None else window.since,
-                until if window is None else window.until,
-                tags,
-            ),
-            sources=CORPUS_SOURCES[corpus],
-            scope=SessionScope(asker=Asker(agent, session)),
-        )
-        from apus.search.weak import weak_chunks
-
-        with _open() as memory:
-            shown = limit or memory.settings.search.query.max_results
-            # With --per-note, more passages are asked for than shown: a note's extra ones
-            # give way to other notes.
-            fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
-            options = SearchOptions(mode=mode, limit=fetch, filters=filters)
-            response, widened = memory.search_dated(words, options, guessed=window is not None)
-            reading = memory.reading()
-            if per_note is not None:
-                response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
-            weak = weak_chunks(response.hits, memory.provider.embedder)
-        context = SearchContext(window, widened, reading)
-        _show(response, context, explain=explain, as_json=as_json, weak=weak)
-
-    run_guarded(body)
+    words = _parsed(" ".join(query), dated=time_words and since is None and until is None)
+    window = words.window
+    filters = replace(
+        _filters(
+            paths,
+            since if window is None else window.since,
+            until if window is None else window.until,
+            tags,
+        ),
+        sources=CORPUS_SOURCES[corpus],
+        scope=SessionScope(asker=Asker(agent, session)),
+    )
+    with _open() as memory:
+        shown = limit or memory.settings.search.query.max_results
+        # With --per-note, more passages are asked for than shown: a note's extra ones
+        # give way to other notes.
+        fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
+        options = SearchOptions(mode=mode, limit=fetch, filters=filters)
+        response, widened = memory.search_dated(words, options, guessed=window is not None)
+        reading = memory.reading()
+        if per_note is not None:
+            response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
+        weak = weak_chunks(response.hits, memory.provider.embedder)
+    context = SearchContext(window, widened, reading)
+    _show(response, context, explain=explain, as_json=as_json, weak=weak)
 
 
 def _parsed(words: str, *, dated: bool) -> ParsedQuery:
@@ -385,6 +377,7 @@ def _show(
 @filter_options
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
+@guarded
 def related(
     path: str,
     limit: int,
@@ -400,13 +393,9 @@ def related(
     By the note's own vectors when embeddings are ready (nothing is embedded), else by its
     title and headings.
     """
-
-    def body() -> None:
-        with _open() as session:
-            response = session.related(path, limit, _filters(paths, since, until, tags))
-        _show(response, explain=explain, as_json=as_json)
-
-    run_guarded(body)
+    with _open() as session:
+        response = session.related(path, limit, _filters(paths, since, until, tags))
+    _show(response, explain=explain, as_json=as_json)
 
 
 @memory.command()
@@ -416,6 +405,7 @@ def related(
     "--lines", type=click.IntRange(1, 2000), default=200, show_default=True, help="How many."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@guarded
 def get(path: str, start: int, lines: int, as_json: bool) -> None:
     """Print lines of the indexed note at PATH (as search results name it).
 
@@ -423,53 +413,42 @@ def get(path: str, start: int, lines: int, as_json: bool) -> None:
     `notes/a.md#L12` a page from line 12. Only indexed Markdown notes inside the vault
     (or `extraPaths`) are read.
     """
+    with _open() as session:
+        window = session.get(path, start, lines)
+    if as_json:
+        _json(
+            {
+                "path": window.path,
+                "text": window.text,
+                "from": window.start,
+                "lines": window.lines,
+                "total_lines": window.total_lines,
+                "truncated": window.truncated,
+                "next_from": window.next_start,
+            }
+        )
+        return
+    from apus.terminal_text import terminal_safe
 
-    def body() -> None:
-        with _open() as session:
-            window = session.get(path, start, lines)
-        if as_json:
-            _json(
-                {
-                    "path": window.path,
-                    "text": window.text,
-                    "from": window.start,
-                    "lines": window.lines,
-                    "total_lines": window.total_lines,
-                    "truncated": window.truncated,
-                    "next_from": window.next_start,
-                }
-            )
-            return
-        from apus.terminal_text import terminal_safe
-
-        click.echo(terminal_safe(window.text, keep_newlines=True))
-        if window.truncated:
-            click.secho(
-                f"… more content: apus memory get {window.path} --from {window.next_start}",
-                fg="yellow",
-                err=True,
-            )
-
-    run_guarded(body)
+    click.echo(terminal_safe(window.text, keep_newlines=True))
+    if window.truncated:
+        click.secho(
+            f"… more content: apus memory get {window.path} --from {window.next_start}",
+            fg="yellow",
+            err=True,
+        )
 
 
-def _hit_json(hit: Any, explain: bool) -> dict[str, Any]:
+def _hit_json(hit: SearchHit, explain: bool) -> dict[str, Any]:
+    from apus.memory.hit_json import hit_json
+
     data = {
-        "path": hit.path,
+        **hit_json(hit, case="snake"),
         "title": hit.title,
-        "start_line": hit.start_line,
-        "end_line": hit.end_line,
         "heading": hit.heading,
-        "score": hit.score,
-        "snippet": hit.snippet,
         "highlights": [list(span) for span in hit.highlights],
         "date": hit.note_date,
         "legs": list(hit.legs),
-        "source": hit.source,
-        "citation": hit.citation,
-        "media": (
-            None if hit.media is None else {"type": hit.media.mime_type, "bytes": hit.media.size}
-        ),
     }
     if explain:
         data["explain"] = asdict(hit.explain)
@@ -494,6 +473,7 @@ def _hit_json(hit: Any, explain: bool) -> dict[str, Any]:
     help="A phrase that should recall this entry (repeatable).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@guarded
 def add(
     text: tuple[str, ...],
     target: Target,  # one of click.Choice's
@@ -507,75 +487,65 @@ def add(
     MEMORY.md or USER.md of the vault; off unless memory.write.enabled is true
     (APUS_MEMORY__WRITE__ENABLED=true).
     """
+    from apus.memory.writer import Entry
+    from apus.search.time_words import today
 
-    def body() -> None:
-        from apus.memory.writer import Entry
-        from apus.search.time_words import today
-
-        entry = Entry(" ".join(text), target, importance, triggers)
-        now = dt.datetime.combine(today(), dt.datetime.now().time())
-        with _open() as session:
-            written = session.write(entry, now)
-        place = written.entry
-        if as_json:
-            _json(
-                {
-                    "path": place.path,
-                    "start_line": place.start_line,
-                    "end_line": place.end_line,
-                    "citation": place.citation,
-                    "created": place.created,
-                    "indexed": written.indexed,
-                }
-            )
-            return
-        _safe_echo(f"Written to {place.citation}.")
-        if not written.indexed:
-            _safe_echo("Another process is indexing; it indexes the entry too.", fg="yellow")
-
-    run_guarded(body)
+    entry = Entry(" ".join(text), target, importance, triggers)
+    now = dt.datetime.combine(today(), dt.datetime.now().time())
+    with _open() as session:
+        written = session.write(entry, now)
+    place = written.entry
+    if as_json:
+        _json(
+            {
+                "path": place.path,
+                "start_line": place.start_line,
+                "end_line": place.end_line,
+                "citation": place.citation,
+                "created": place.created,
+                "indexed": written.indexed,
+            }
+        )
+        return
+    _safe_echo(f"Written to {place.citation}.")
+    if not written.indexed:
+        _safe_echo("Another process is indexing; it indexes the entry too.", fg="yellow")
 
 
 @memory.command()
 @click.option("--deep", is_flag=True, help="Also probe the embedding provider once.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@guarded
 def status(deep: bool, as_json: bool) -> None:
     """What is indexed, what was skipped and why, and the state of embeddings."""
+    with _open() as session:
+        report = session.status(deep=deep)
+    if as_json:
+        _json(report.as_dict())
+        return
+    from apus.cli.render import print_status
 
-    def body() -> None:
-        with _open() as session:
-            report = session.status(deep=deep)
-        if as_json:
-            _json(report.as_dict())
-            return
-        from apus.cli.render import print_status
-
-        print_status(report)
-
-    run_guarded(body)
+    print_status(report)
 
 
 @memory.command()
 @click.argument("message", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `entries`.")
+@guarded
 def recall(message: tuple[str, ...], as_json: bool) -> None:
     """Entries of MEMORY.md / USER.md whose `triggers` strongly match MESSAGE (at most 3).
 
     Uses the keyword analyzer and, when embeddings are ready, one query embedding; prints
     nothing (or an empty list) when no trigger matches strongly.
     """
-
-    def body() -> None:
-        with _open() as session:
-            entries = session.recall(" ".join(message))
-        if as_json:
-            _json({"entries": [asdict(entry) for entry in entries]})
-            return
-        for entry in entries:
-            _safe_echo(
-                f"{entry.path}:{entry.start_line}-{entry.end_line}  {entry.score:.2f}  "
-                f"(trigger: {entry.trigger})"
-            )
-            _safe_echo(f"    {entry.snippet}")
-
-    run_guarded(body)
+    with _open() as session:
+        entries = session.recall(" ".join(message))
+    if as_json:
+        _json({"entries": [asdict(entry) for entry in entries]})
+        return
+    for entry in entries:
+        _safe_echo(
+            f"{entry.path}:{entry.start_line}-{entry.end_line}  {entry.score:.2f}  "
+            f"(trigger: {entry.trigger})"
+        )
+        _safe_echo(f"    {entry.snippet}")

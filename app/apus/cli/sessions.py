@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from apus.cli.context import current_source, run_guarded
+from apus.cli.context import current_source, guarded
 
 if TYPE_CHECKING:
     from apus.memory import Memory
@@ -51,29 +51,24 @@ _ASKER_OPTIONS = (
 @_ASKER_OPTIONS[1]
 @click.option("-n", "--limit", type=click.IntRange(1, 500), default=10, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
+@guarded
 def search(
     query: tuple[str, ...], agent: str | None, session: str | None, limit: int, as_json: bool
 ) -> None:
     """Messages holding every word of QUERY ("quoted words" must be adjacent), best match
     first and the newest first among equals. No embeddings: exact words only (case and
     accents aside)."""
-
-    def body() -> None:
-        with _open() as memory:
-            found = memory.sessions_search(
-                " ".join(query), asker=_asker(agent, session), limit=limit
-            )
-        if as_json:
-            click.echo(json.dumps({"results": [match_json(m) for m in found]}, indent=2))
-            return
-        if not found:
-            click.echo("No matches.")
-        for match in found:
-            where = f"{match.session_key}  {match.timestamp}  {match.role}  line {match.line}"
-            _echo(where, "cyan")
-            _echo(f"    {match.excerpt}")
-
-    run_guarded(body)
+    with _open() as memory:
+        found = memory.sessions_search(" ".join(query), asker=_asker(agent, session), limit=limit)
+    if as_json:
+        click.echo(json.dumps({"results": [match_json(m) for m in found]}, indent=2))
+        return
+    if not found:
+        click.echo("No matches.")
+    for match in found:
+        where = f"{match.session_key}  {match.timestamp}  {match.role}  line {match.line}"
+        _echo(where, "cyan")
+        _echo(f"    {match.excerpt}")
 
 
 def match_json(match: TranscriptMatch) -> dict[str, Any]:
@@ -93,6 +88,7 @@ def match_json(match: TranscriptMatch) -> dict[str, Any]:
 @_ASKER_OPTIONS[0]
 @_ASKER_OPTIONS[1]
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@guarded
 def history(
     key: str,
     around: str | None,
@@ -103,25 +99,21 @@ def history(
 ) -> None:
     """The messages of session KEY (AGENT/SESSION) on its active branch: around a time, or
     the latest ones."""
-
-    def body() -> None:
-        with _open() as memory:
-            window = memory.sessions_history(
-                key, asker=_asker(agent, session), around=around, limit=limit
-            )
-        if as_json:
-            click.echo(json.dumps(window_json(window), indent=2))
-            return
-        if window.more_before:
-            _echo(f"… {window.first} earlier message(s)", "yellow")
-        for message in window.messages:
-            _echo(f"{message.role}  {message.timestamp}  (line {message.line})", "cyan")
-            _echo(message.text, newlines=True)
-            click.echo()
-        if window.more_after:
-            _echo("… later messages follow (--around a later time)", "yellow")
-
-    run_guarded(body)
+    with _open() as memory:
+        window = memory.sessions_history(
+            key, asker=_asker(agent, session), around=around, limit=limit
+        )
+    if as_json:
+        click.echo(json.dumps(window_json(window), indent=2))
+        return
+    if window.more_before:
+        _echo(f"… {window.first} earlier message(s)", "yellow")
+    for message in window.messages:
+        _echo(f"{message.role}  {message.timestamp}  (line {message.line})", "cyan")
+        _echo(message.text, newlines=True)
+        click.echo()
+    if window.more_after:
+        _echo("… later messages follow (--around a later time)", "yellow")
 
 
 def window_json(window: ConversationWindow) -> dict[str, Any]:

@@ -45,8 +45,7 @@ class EmbeddingError(ApusError):
     """Base of the embedding errors; `reason` is already redacted."""
 
     def __init__(self, reason: str, fix: str | None = None) -> None:
-        self.reason = redact(reason)
-        super().__init__(self.reason, fix)
+        super().__init__(redact(reason), fix)
 
 
 class EmbeddingUnavailable(EmbeddingError):

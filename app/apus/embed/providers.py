@@ -75,8 +75,8 @@ def resolve_provider(settings: SearchSettings) -> ProviderResolution:
     except EmbeddingUnavailable as exc:
         if is_remote(settings.provider):
             failing = UnavailableEmbedder(settings.provider, exc)
-            return ProviderResolution(failing, "unavailable", exc.reason, exc.fix or "")
-        return ProviderResolution(None, "keyword-only", exc.reason, exc.fix or "")
+            return ProviderResolution(failing, "unavailable", exc.reason, exc.fix)
+        return ProviderResolution(None, "keyword-only", exc.reason, exc.fix)
     if isinstance(embedder, LocalEmbedder):
         reason = f"local model {embedder.identity.model}"
     else:
@@ -163,7 +163,7 @@ def _model_from_catalogue(name: str) -> tuple[Path, str, str, str, int, int]:
     try:
         manifest = get_manifest(name)
     except ConfigError as exc:
-        raise EmbeddingUnavailable(exc.message, fix=exc.fix) from exc
+        raise EmbeddingUnavailable(exc.reason, fix=exc.fix) from exc
     path = model_path(manifest)
     if not path.is_file():
         raise EmbeddingUnavailable(
@@ -173,7 +173,7 @@ def _model_from_catalogue(name: str) -> tuple[Path, str, str, str, int, int]:
     try:
         verify_model_file(path, manifest)
     except DownloadError as exc:
-        raise EmbeddingUnavailable(exc.message, fix=exc.fix) from exc
+        raise EmbeddingUnavailable(exc.reason, fix=exc.fix) from exc
     return path, manifest.name, manifest.sha256, manifest.family, manifest.dims, manifest.context
 
 

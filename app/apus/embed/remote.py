@@ -178,7 +178,7 @@ class UnavailableEmbedder(PrefixedTexts):
         raise EmbeddingUnavailable(self._error.reason, self._error.fix)
 
     def media_support(self) -> MediaSupport:
-        return MediaSupport(False, self._error.reason, self._error.fix or "")
+        return MediaSupport(False, self._error.reason, self._error.fix)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -36,7 +36,7 @@ def record_identity(store: Store, identity: EmbeddingIdentity) -> None:
 
 
 def decide(stored: EmbeddingIdentity | None, current: EmbeddingIdentity) -> IdentityDecision:
-    """Compare the stored identity with the configured one (see DESIGN: identity and rebuilds).
+    """Compare the stored identity with the configured one.
 
     Only a prefix-scheme change is repaired on its own: the vectors are from the same model,
     just embedded without (or with other) task prefixes, so one fresh re-embed fixes them and

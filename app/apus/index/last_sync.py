@@ -40,7 +40,7 @@ class LastSync:
         cls, exc: BaseException, previous: LastSync | None, at: float | None = None
     ) -> LastSync:
         if isinstance(exc, ApusError):
-            error, fix = exc.message, exc.fix or _GENERIC_FIX
+            error, fix = exc.reason, exc.fix or _GENERIC_FIX
         else:
             error, fix = f"{type(exc).__name__}: {exc}", _GENERIC_FIX
         failures = previous.failures + 1 if previous is not None and not previous.ok else 1

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from apus.errors import ApusError, IndexCorruptError
+from apus.errors import ApusError, IndexCorruptError, Problem
 from apus.index.note_filter import NoteFilter
 from apus.index.sqlite import (
     REBUILD_FIX,
@@ -443,20 +443,20 @@ class Store:
             (key, value),
         )
 
-    def record_embed_failure(self, failure: tuple[str, str] | None) -> None:
-        """(reason, fix) of an embedding step that stopped short, or None once one completes:
-        every process's status says "stopped" instead of "rebuilding" from it."""
-        value = "" if failure is None else json.dumps({"reason": failure[0], "fix": failure[1]})
+    def record_embed_failure(self, failure: Problem | None) -> None:
+        """Why an embedding step stopped short, or None once one completes: every process's
+        search and status say "stopped" instead of "being built" from it."""
+        value = "" if failure is None else json.dumps(dataclasses.asdict(failure))
         if value or self.get_meta(_EMBED_FAILURE_KEY):
             self.set_meta(_EMBED_FAILURE_KEY, value)
 
-    def embed_failure(self) -> tuple[str, str] | None:
+    def embed_failure(self) -> Problem | None:
         raw = self.get_meta(_EMBED_FAILURE_KEY)
         if not raw:
             return None
         try:
             data = json.loads(raw)
-            return str(data["reason"]), str(data.get("fix", ""))
+            return Problem(str(data["reason"]), str(data.get("fix", "")))
         except (ValueError, KeyError, TypeError):
             return None
 

@@ -77,7 +77,7 @@ class VectorIndexError(ApusError):
 
     def __str__(self) -> str:
         # One line: the engine shows it as the reason the vector leg did not run.
-        return f"{self.message} Fix: {self.fix}"
+        return f"{self.reason} Fix: {self.fix}"
 
 
 @dataclass(frozen=True)

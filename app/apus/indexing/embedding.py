@@ -23,6 +23,7 @@ import numpy as np
 
 from apus.embed.base import Embedder, EmbeddingError, EmbeddingIdentity, EmbeddingUnavailable
 from apus.embed.providers import ProviderResolution
+from apus.errors import Problem
 from apus.index.identity import decide, record_identity, stored_identity
 from apus.index.store import Store
 from apus.index.triggers import TRUSTED_FILES, trigger_text, triggers_of, trusted_files
@@ -41,12 +42,12 @@ EmbedState = Literal["done", "off", "unavailable", "paused", "failed", "cancelle
 
 @dataclass(frozen=True)
 class EmbedOutcome:
-    """What the embedding step did; `reason` and `fix` say why it stopped short, if it did."""
+    """What the embedding step did; `problem` says why it stopped short, if it did (a failed
+    one is what search and status report until an embedding completes: `index/readiness.py`)."""
 
     state: EmbedState
     embedded: int = 0  # chunks the provider embedded (cache hits excluded)
-    reason: str = ""
-    fix: str = ""
+    problem: Problem | None = None
     vectors_rebuilt: str = ""  # why vectors.faiss was rebuilt from the store, if it was
 
     @property
@@ -56,9 +57,7 @@ class EmbedOutcome:
 
     def message(self) -> str:
         """One line for a person: the reason, then the fix."""
-        if not self.reason:
-            return ""
-        return f"{self.reason} (fix: {self.fix})" if self.fix else self.reason
+        return "" if self.problem is None else self.problem.message()
 
 
 @dataclass(frozen=True)
@@ -81,14 +80,14 @@ def run_embedding(
     if embedder is None:
         if provider.state == "off":
             return EmbedOutcome("off")
-        return EmbedOutcome("unavailable", reason=provider.reason, fix=provider.fix)
+        return EmbedOutcome("unavailable", problem=Problem(provider.reason, provider.fix))
     try:
         identity = embedder.identity
     except EmbeddingError as exc:
-        return EmbedOutcome("unavailable", reason=exc.reason, fix=exc.fix or "")
+        return EmbedOutcome("unavailable", problem=exc.problem)
     decision = decide(stored_identity(store), identity)
     if decision.action == "pause" and not request.force:
-        return EmbedOutcome("paused", reason=decision.reason, fix=decision.fix)
+        return EmbedOutcome("paused", problem=Problem(decision.reason, decision.fix))
     if request.reembed:
         with store.transaction():
             store.forget_vectors(identity.key())
@@ -101,8 +100,7 @@ def run_embedding(
     if outcome.state == "done":
         outcome = _embed_triggers(store, provider, outcome)
     with store.transaction():
-        failed = outcome.state == "failed"
-        store.record_embed_failure((outcome.reason, outcome.fix) if failed else None)
+        store.record_embed_failure(outcome.problem if outcome.state == "failed" else None)
     complete = not store.chunks_missing_vectors(identity.key())
     if complete:
         with store.transaction():
@@ -136,9 +134,11 @@ def _embed_chunks(
         return EmbedOutcome(
             "failed",
             embedded,
-            reason=f"embedding failed ({exc.reason}); keyword search is unaffected and the "
-            f"remaining chunks are embedded {_when_again(exc)}",
-            fix=exc.fix or "",
+            Problem(
+                f"embedding failed ({exc.reason}); keyword search is unaffected and the "
+                f"remaining chunks are embedded {_when_again(exc)}",
+                exc.fix,
+            ),
         )
     return EmbedOutcome("done", embedded)
 
@@ -159,8 +159,7 @@ def _embed_triggers(
         return EmbedOutcome(
             "failed",
             outcome.embedded,
-            reason=f"trigger embedding failed ({exc.reason})",
-            fix=exc.fix or "",
+            Problem(f"trigger embedding failed ({exc.reason})", exc.fix),
         )
     return outcome
 

@@ -141,10 +141,11 @@ class SyncReport:
         data["problems"] = [problem.as_dict() for problem in self.problems]
         data["embedded"] = self.embedded
         data["embed_error"] = self.embedding.message()
+        problem = self.embedding.problem
         data["embedding"] = {
             "state": self.embedding.state,
-            "reason": self.embedding.reason,
-            "fix": self.embedding.fix,
+            "reason": "" if problem is None else problem.reason,
+            "fix": "" if problem is None else problem.fix,
             "vectors_rebuilt": self.embedding.vectors_rebuilt,
         }
         data["store_set_aside"] = (
@@ -539,7 +540,7 @@ class Indexer:
             report.cancelled = True
         except IndexWriteError as exc:
             raise IndexWriteError(
-                f"{exc.message} (A forced rebuild builds a second index beside the live one, "
+                f"{exc.reason} (A forced rebuild builds a second index beside the live one, "
                 "which is kept as it was.)",
                 exc.fix,
             ) from exc

@@ -97,7 +97,7 @@ def _check_config(source: SettingsSource) -> tuple[Check, Settings | None]:
     try:
         settings = source.load()
     except ApusError as exc:
-        return Check("config", False, exc.message, exc.fix or "", facts), None
+        return Check("config", False, exc.reason, exc.fix, facts), None
     facts["provider"] = settings.search.provider
     return Check("config", True, "; ".join(origin), facts=facts), settings
 
@@ -112,7 +112,7 @@ def _check_vault(settings: Settings) -> Check:
             cross_devices=settings.search.sync.cross_devices,
         )
     except ApusError as exc:
-        return Check("vault", False, exc.message, exc.fix or "")
+        return Check("vault", False, exc.reason, exc.fix)
     except OSError as exc:
         return Check(
             "vault", False, f"the notes folder cannot be read: {exc}", "apus --vault PATH doctor"
@@ -142,7 +142,7 @@ def _check_index(settings: Settings) -> Check:
     try:
         return _index_facts(index_dir)
     except ApusError as exc:
-        return Check("index", False, exc.message, exc.fix or _REBUILD_FIX)
+        return Check("index", False, exc.reason, exc.fix or _REBUILD_FIX)
 
 
 def _index_facts(index_dir: Path) -> Check:

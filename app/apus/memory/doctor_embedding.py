@@ -37,7 +37,7 @@ def check_embedding(settings: Settings) -> Check:
         )
     problem = _model_file_problem(search)
     if problem is not None:
-        return Check("embedding", False, problem.message, problem.fix or "", facts)
+        return Check("embedding", False, problem.reason, problem.fix, facts)
     provider = resolve_provider(search)
     embedder = provider.embedder
     if embedder is None:
@@ -76,7 +76,7 @@ def _measure(settings: Settings, embedder: Embedder, facts: dict[str, Any]) -> C
     facts["model"] = identity.model
     stopped = known_failure(embedder)
     if stopped is not None:
-        return Check("embedding", False, stopped.reason, stopped.fix or "", facts)
+        return Check("embedding", False, stopped.reason, stopped.fix, facts)
     remote = is_remote(settings.search.provider)
     budget = probe_budget(remote)
     if not remote:  # start (or attach to) the server first: loading is not embedding speed

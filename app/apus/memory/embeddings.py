@@ -9,7 +9,6 @@ from apus.embed.base import EmbeddingError, probe, probe_budget
 from apus.embed.providers import ProviderResolution, is_remote, known_failure
 from apus.index.status import EmbeddingsState, EmbeddingsStateName
 from apus.index.store import Store
-from apus.indexing.lock import writer_elsewhere
 from apus.indexing.progress import SyncProgress
 from apus.search.vector_leg import ProviderVectorLeg
 
@@ -23,7 +22,8 @@ def embeddings_state(
     deep: bool = False,
 ) -> EmbeddingsState:
     """What search by meaning can do now. `running` is this process's embedding progress,
-    when it is embedding; `deep` also probes the provider once within its budget."""
+    when it is embedding (its ETA is shown); `deep` also probes the provider once within its
+    budget."""
     if provider.embedder is None or leg is None:
         name: EmbeddingsStateName = "off" if provider.state == "off" else "keyword-only"
         return EmbeddingsState(name, provider.reason, provider.fix)
@@ -39,25 +39,27 @@ def _semantic_state(
     leg: ProviderVectorLeg,
     running: SyncProgress | None,
 ) -> EmbeddingsState:
+    """The vectors' readiness (`index/readiness.py`) in status's words."""
     embedder = provider.embedder
     assert embedder is not None
     try:
         identity = embedder.identity
-        decision = leg.decision()
+        readiness = leg.readiness()
     except EmbeddingError as exc:
         name: EmbeddingsStateName = (
             "unavailable" if is_remote(settings.search.provider) else "keyword-only"
         )
-        return EmbeddingsState(name, exc.reason, exc.fix or "")
+        return EmbeddingsState(name, exc.reason, exc.fix)
     vectors = leg.vectors.count(identity.key())
     stopped = known_failure(embedder)
     if stopped is not None:  # the server crashed again and again: not restarted for now
-        return EmbeddingsState("unavailable", stopped.reason, stopped.fix or "", identity, vectors)
-    if decision is None:
+        return EmbeddingsState("unavailable", stopped.reason, stopped.fix, identity, vectors)
+    problem = readiness.problem
+    if readiness.state == "absent":
         return EmbeddingsState(
             "keyword-only", "not indexed yet", "apus memory index", identity, vectors
         )
-    if decision.action == "serve":
+    if readiness.state == "ready":
         health = leg.vectors.health(identity.key())
         if not health.usable:
             return EmbeddingsState(
@@ -69,31 +71,23 @@ def _semantic_state(
                 vectors,
             )
         return EmbeddingsState("ready", identity=identity, vectors=vectors)
-    if decision.action == "pause":
-        return EmbeddingsState("paused", decision.reason, decision.fix, identity, vectors)
-    done, total = leg.progress()
-    embedding_here = running is not None and running.phase == "embed"
-    if embedding_here or writer_elsewhere(settings.index_dir()) is not None:
+    if readiness.state == "paused":
+        return EmbeddingsState("paused", problem.reason, problem.fix, identity, vectors)
+    done, total = readiness.done, readiness.total
+    if readiness.state == "building":
         return EmbeddingsState(
             "rebuilding",
-            decision.reason or "embedding the vault",
+            problem.reason,
             identity=identity,
             vectors=vectors,
             done=done,
             total=total,
-            eta_seconds=running.eta_seconds if running is not None and embedding_here else None,
+            eta_seconds=None if running is None else running.eta_seconds,
         )
-    # Vectors are incomplete and nobody is making them: say why, never "rebuilding".
-    percent = 100 * done // max(total, 1)
-    failure = leg.embed_failure()
-    if failure is not None:
-        reason = f"embedding stopped at {percent}%: {failure[0]}"
-        fix = failure[1] or "apus memory index"
-    else:
-        why = decision.reason or "embeddings are incomplete"
-        reason = f"{why}: {percent}% done, waiting for the next sync"
-        fix = "apus memory index"
-    return EmbeddingsState("keyword-only", reason, fix, identity, vectors, done=done, total=total)
+    # failed or waiting: incomplete and nobody is making them, so never "rebuilding".
+    return EmbeddingsState(
+        "keyword-only", problem.reason, problem.fix, identity, vectors, done=done, total=total
+    )
 
 
 def _with_probe(

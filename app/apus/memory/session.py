@@ -25,6 +25,7 @@ from apus.index.media import MEDIA_RULE
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.status import EmbeddingsState, IndexStatus, collect_status
 from apus.index.store import Store
+from apus.indexing.lock import writer_elsewhere
 from apus.indexing.progress import ProgressCallback, SyncProgress, ignore_progress
 from apus.indexing.reading_progress import reading_progress
 from apus.indexing.sync import Indexer, SyncReport
@@ -412,8 +413,12 @@ class Memory:
             provider = self.provider
             # Without an embedder the leg still says why (and whether that is a failure).
             if self._leg is None and provider.state != "off":
-                self._leg = ProviderVectorLeg(self.index_dir, provider)
+                self._leg = ProviderVectorLeg(self.index_dir, provider, self._embedding_now)
             return self._leg
+
+    def _embedding_now(self) -> bool:
+        """Whether this process or another is embedding this index at this moment."""
+        return self._embedding is not None or writer_elsewhere(self.index_dir) is not None
 
     def _close_search_side(self) -> None:
         if self._searcher is not None:

@@ -37,10 +37,11 @@ import numpy as np
 
 from apus.config import Settings
 from apus.embed.base import EmbeddingError
-from apus.errors import ProviderUnavailableError
+from apus.errors import Problem, ProviderUnavailableError
 from apus.index.keyword import KeywordIndex
 from apus.index.media import MediaFacts, is_media_path, media_facts
 from apus.index.note_filter import NoteFilter
+from apus.index.readiness import NOT_INDEXED
 from apus.index.store import ChunkRecord, Store
 from apus.index.vectors import VectorIndexError
 from apus.search.hybrid import MergedScore, leg_weights, merge_legs
@@ -59,7 +60,7 @@ from apus.search.ranking import (
     select_with_min_score,
 )
 from apus.search.snippet import Snippet, make_snippet
-from apus.search.vector_leg import NOT_INDEXED, NOT_INDEXED_FIX, VectorLeg
+from apus.search.vector_leg import VectorLeg
 from apus.vault.annotations import annotations_in, without_annotations
 from apus.vault.markdown import heading
 from apus.vault.text import fold, snippet_tokens
@@ -421,7 +422,7 @@ class Searcher:
     def _keyword_health(self) -> _KeywordHealth:
         generation: int | None = self._with_store(lambda s: s.generation(), None)
         if generation is None:
-            return _KeywordHealth(False, 0, NOT_INDEXED, NOT_INDEXED_FIX)
+            return _KeywordHealth(False, 0, NOT_INDEXED.reason, NOT_INDEXED.fix)
         stamp = self._keyword.stamp_signature()
         signature = (generation, stamp)
         if self._health is not None and self._health[0] == signature:
@@ -488,10 +489,9 @@ class Searcher:
             allowed = None if admitted is None else admitted.chunks
             future = self._pool.submit(self._vector_leg, query, options.candidates, allowed)
             return _VectorStart(future, LegReport(False, "pending"))
-        failure = None
-        if available.provider_failed and self.strict:
-            failure = self._unavailable(available.reason, available.fix)
-        return _VectorStart(None, LegReport(False, available.reason, available.fix), failure)
+        problem = available.problem
+        failure = self._unavailable(problem) if available.provider_failed and self.strict else None
+        return _VectorStart(None, LegReport(False, problem.reason, problem.fix), failure)
 
     def _vector_leg(
         self, query: str, k: int, allowed: np.ndarray | None
@@ -502,11 +502,11 @@ class Searcher:
             hits = self.vector_leg.search(query, k, allowed)
         except EmbeddingError as exc:
             if self.strict:
-                raise self._unavailable(exc.reason, exc.fix or "") from exc
-            return None, LegReport(False, exc.reason, exc.fix or "")
+                raise self._unavailable(exc.problem) from exc
+            return None, LegReport(False, exc.reason, exc.fix)
         except VectorIndexError as exc:  # the FAISS file: a sync rebuilds it from the store
             self._vectors_damaged = True
-            return None, LegReport(False, exc.message, exc.fix or "")
+            return None, LegReport(False, exc.reason, exc.fix)
         self._vectors_damaged = False
         return hits, LegReport(True, "", "", len(hits), (time.perf_counter() - started) * 1000)
 
@@ -514,11 +514,13 @@ class Searcher:
         """Whether the last vector search found vectors.faiss missing or damaged."""
         return self._vectors_damaged
 
-    def _unavailable(self, reason: str, fix: str) -> ProviderUnavailableError:
+    def _unavailable(self, problem: Problem) -> ProviderUnavailableError:
         """The one place where a failing provider becomes an error instead of a caveat."""
         return ProviderUnavailableError(
-            f"The embedding provider `{self.settings.search.provider}` is unavailable: {reason}",
-            fix=fix or 'apus memory status --deep  (or set memory.search.provider = "none")',
+            f"The embedding provider `{self.settings.search.provider}` is unavailable: "
+            f"{problem.reason}",
+            fix=problem.fix
+            or 'apus memory status --deep  (or set memory.search.provider = "none")',
         )
 
     # -- ranking ------------------------------------------------------------------------

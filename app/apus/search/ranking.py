@@ -159,11 +159,6 @@ class QueryPath:
         return bool(self.words) and all(word in forms.words for word in self.words)
 
 
-def path_tier(query: str, rel_path: str) -> PathTier:
-    """Classify how `query` names `rel_path`: exact > basename > stem > partial > none."""
-    return QueryPath.of(query).tier(rel_path)
-
-
 @dataclass(frozen=True)
 class RankFactors:
     """The multipliers and tier applied to one candidate's merged score: `recency` is the

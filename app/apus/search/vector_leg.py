@@ -7,6 +7,7 @@ vectors is the Indexer's job.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -15,22 +16,20 @@ import numpy as np
 
 from apus.embed.base import EmbeddingError, EmbeddingIdentity
 from apus.embed.providers import ProviderResolution
+from apus.errors import NO_PROBLEM, Problem
 from apus.index.identity import IdentityDecision, decide, stored_identity
+from apus.index.readiness import VectorReadiness, vector_readiness
 from apus.index.store import Store
 from apus.index.vectors import VectorIndex
-
-NOT_INDEXED = "the vault has not been indexed yet (run `apus memory index`)"
-NOT_INDEXED_FIX = "apus memory index"
 
 
 @dataclass(frozen=True)
 class VectorAvailability:
-    """Whether the vector leg can answer now; if not, why, and whether the provider itself
-    failed (as opposed to vectors that are not ready yet)."""
+    """Whether the vector leg can answer now; if not, why (`problem`), and whether the
+    provider itself failed (as opposed to vectors that are not ready yet)."""
 
     usable: bool
-    reason: str = ""
-    fix: str = ""
+    problem: Problem = NO_PROBLEM  # why not, when not usable
     provider_failed: bool = False
 
 
@@ -54,9 +53,17 @@ class VectorLeg(Protocol):
 class ProviderVectorLeg:
     """Query embedding through the session's provider, then FAISS."""
 
-    def __init__(self, index_dir: Path, provider: ProviderResolution) -> None:
+    def __init__(
+        self,
+        index_dir: Path,
+        provider: ProviderResolution,
+        building: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """`building` says whether this process or another is embedding the index now:
+        the session knows (searching never looks at the writer's lock itself)."""
         self.index_dir = index_dir
         self.provider = provider
+        self.building = building
         self.vectors = VectorIndex(index_dir)
         # availability() runs on every query: one connection, re-decided only after a commit.
         self._lock = threading.Lock()
@@ -82,8 +89,8 @@ class ProviderVectorLeg:
                 self._decided = (version, decide(stored_identity(self._store), identity))
             return self._decided[1]
 
-    def embed_failure(self) -> tuple[str, str] | None:
-        """(reason, fix) of the last sync whose embedding stopped short, until one completes."""
+    def embed_failure(self) -> Problem | None:
+        """Why the last sync's embedding stopped short, until one completes."""
         with self._lock:
             return self._store.embed_failure() if self._store is not None else None
 
@@ -95,28 +102,39 @@ class ProviderVectorLeg:
                 return 0, 0
             return self._store.vector_count(identity.key()), self._store.counts()[1]
 
+    def readiness(self) -> VectorReadiness:
+        """Whether the stored vectors can answer (raises EmbeddingError when the provider
+        cannot say what it embeds with)."""
+        return vector_readiness(
+            self.decision(),
+            progress=self.progress,
+            failure=self.embed_failure,
+            building=self.building,
+        )
+
     def availability(self) -> VectorAvailability:
+        """The readiness in a search's words: only vectors being made are "being built"."""
         provider = self.provider
         if provider.embedder is None:
             return VectorAvailability(
-                False, provider.reason, provider.fix, provider_failed=provider.state != "off"
+                False,
+                Problem(provider.reason, provider.fix),
+                provider_failed=provider.state != "off",
             )
         try:
-            decision = self.decision()
+            readiness = self.readiness()
         except EmbeddingError as exc:
-            return VectorAvailability(False, exc.reason, exc.fix or "", provider_failed=True)
-        if decision is None:
-            return VectorAvailability(False, NOT_INDEXED, NOT_INDEXED_FIX)
-        if decision.action == "serve":
+            return VectorAvailability(False, exc.problem, provider_failed=True)
+        if readiness.state == "ready":
             return VectorAvailability(True)
-        if decision.action == "pause":
-            return VectorAvailability(False, decision.reason, decision.fix)
-        # fresh (first build) or reembed (prefixes changed): vectors are on their way.
-        done, total = self.progress()
-        percent = 100 * done // max(total, 1)
-        return VectorAvailability(
-            False, f"embeddings are being built ({percent}%); keyword results meanwhile"
-        )
+        if readiness.state == "building":
+            return VectorAvailability(
+                False,
+                Problem(
+                    f"embeddings are being built ({readiness.percent}%); keyword results meanwhile"
+                ),
+            )
+        return VectorAvailability(False, readiness.problem)
 
     def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> dict[int, float]:
         embedder = self.provider.embedder

@@ -10,7 +10,7 @@ from apus.errors import ApusError
 
 def error_text(error: BaseException | None) -> str:
     if isinstance(error, ApusError):
-        return f"{error.message}\nFix: {error.fix}" if error.fix else error.message
+        return str(error)
     if error is None:
         return "Something went wrong."
     return f"{type(error).__name__}: {error}"

@@ -21,8 +21,3 @@ def date_from_path(rel_path: str) -> dt.date | None:
         return dt.date(year, month, day)
     except ValueError:
         return None
-
-
-def is_evergreen(rel_path: str) -> bool:
-    """True for notes whose ranking does not decay with age (MEMORY.md, undated files)."""
-    return date_from_path(rel_path) is None

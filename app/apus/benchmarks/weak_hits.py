@@ -8,7 +8,7 @@ with its legs and its cosine; a hit that holds an evidence turn or a judged docu
 relevant. The tuning half (conversations conv-26, conv-30, conv-41; odd claim ids) chooses,
 the held-out half (conv-42, conv-43; even ids) reports:
 
-    python -m apus.benchmarks.weak_hits --locomo DIR --beir DIR --qrels FILE --model M.gguf
+    .venv/bin/python tests/support/weak_hits.py --locomo DIR --beir DIR --qrels FILE --model M.gguf
 
 Vaults and embeddings are those `apus eval` keeps in the cache folder (the SciFact vault with
 `--limit-docs`, 1500 by default: every judged document and distractors).
@@ -16,14 +16,14 @@ Vaults and embeddings are those `apus eval` keeps in the cache folder (the SciFa
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from apus.benchmarks.beir import (
+    Split,
     eval_settings,
     index_name,
     load_collection,
@@ -108,14 +108,19 @@ def collect(
     on_vault: Callable[[str], None],
 ) -> tuple[list[Seen], float | None]:
     """Every top-5 hit of every asking, and the shipped threshold of the model."""
-    from apus.memory import Memory
+    return _ask_all(_vaults(locomo, beir, qrels, model, limit_docs), on_vault)
 
+
+_HALVES: tuple[tuple[str, Split], ...] = (("tuning", "odd"), ("held-out", "even"))
+
+
+def _vaults(
+    locomo: Path, beir: Path, qrels: Path, model: str, limit_docs: int
+) -> dict[str, tuple[Settings, list[_Ask]]]:
+    """Each vault (the conversations, the documents) with the askings put to it."""
     conversations = {c.name: c for c in load_conversations(locomo, TUNING + HELD_OUT)}
     collection = load_collection(beir, qrels, limit_docs)
-    halves = {
-        half: select_queries(collection.queries, split)  # type: ignore[arg-type]
-        for half, split in (("tuning", "odd"), ("held-out", "even"))
-    }
+    halves = {half: select_queries(collection.queries, split) for half, split in _HALVES}
     docs_root = workspace(beir, limit_docs)
     mapping = write_vault(collection, docs_root / "vault")
     vaults: dict[str, tuple[Settings, list[_Ask]]] = {}
@@ -159,6 +164,13 @@ def collect(
             mine = claims[position :: len(names)]
             put = [(f"claim {q}", text, _never) for q, text in mine]
             vaults[name][1].append(_Ask(f"scifact {half} in {name}", half, False, put))
+    return vaults
+
+
+def _ask_all(
+    vaults: dict[str, tuple[Settings, list[_Ask]]], on_vault: Callable[[str], None]
+) -> tuple[list[Seen], float | None]:
+    from apus.memory import Memory
 
     seen: list[Seen] = []
     threshold: float | None = None
@@ -297,55 +309,7 @@ def report(seen: Sequence[Seen], threshold: float) -> list[str]:
     return rows
 
 
-def main(argv: Iterable[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m apus.benchmarks.weak_hits")
-    parser.add_argument("--locomo", type=Path)
-    parser.add_argument("--beir", type=Path)
-    parser.add_argument("--qrels", type=Path)
-    parser.add_argument("--model", default="")
-    parser.add_argument("--limit-docs", type=int, default=1500)
-    parser.add_argument(
-        "--most-relevant-flagged",
-        type=float,
-        default=0.05,
-        help="the share of relevant hits the chosen threshold may lie above (tuning half)",
-    )
-    parser.add_argument("--dump", type=Path, help="also write every hit seen (JSON lines)")
-    parser.add_argument("--load", type=Path, help="figures from a --dump file, asking nothing")
-    args = parser.parse_args(None if argv is None else list(argv))
-    if args.load is not None:
-        seen, shipped = _load(args.load), None
-    elif args.locomo and args.beir and args.qrels and args.model:
-        seen, shipped = collect(
-            args.locomo,
-            args.beir,
-            args.qrels,
-            args.model,
-            args.limit_docs,
-            lambda name: print(f"asking in {name}", flush=True),
-        )
-    else:
-        parser.error("give --locomo, --beir, --qrels and --model (or --load FILE)")
-    if args.dump is not None:
-        with args.dump.open("w", encoding="utf-8") as handle:
-            for s in seen:
-                handle.write(json.dumps(asdict(s)) + "\n")
-    for row in distributions(seen):
-        print(row)
-    chosen = choose(seen, args.most_relevant_flagged)
-    most = args.most_relevant_flagged
-    print(f"chosen on the tuning half (relevant hits below the threshold <= {most:.0%}):")
-    for row in report(seen, chosen.threshold):
-        print(row)
-    if shipped is None:
-        print("shipped: no threshold for this model (nothing is flagged)")
-    else:
-        print("shipped:")
-        for row in report(seen, shipped):
-            print(row)
-
-
-def _load(path: Path) -> list[Seen]:
+def load(path: Path) -> list[Seen]:
     rows: list[Mapping[str, object]] = [
         json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
     ]
@@ -366,7 +330,3 @@ def _seen(row: Mapping[str, object]) -> Seen:
         text_raw=float(text) if isinstance(text, int | float) else None,
         relevant=bool(row["relevant"]),
     )
-
-
-if __name__ == "__main__":
-    main()

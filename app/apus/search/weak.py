@@ -25,8 +25,8 @@ class _Measured:
     below: float  # a vector-only hit whose cosine is below this is weak
 
 
-# `python -m apus.benchmarks.weak_hits`, top 5 hybrid hits with the product defaults, questions
-# of conversations (LoCoMo) and of documents (SciFact claims, 1,500 abstracts) asked in their
+# `tests/support/weak_hits.py` (figures from `apus.benchmarks.weak_hits`): top 5 hybrid hits
+# with the product defaults, questions of conversations (LoCoMo) and of documents (SciFact claims, 1,500 abstracts) asked in their
 # own vault and in vaults that cannot answer them: the highest threshold that at most 5% of
 # the relevant hits lie below, chosen on the tuning half and checked on the held-out half.
 _THRESHOLDS: tuple[_Measured, ...] = (

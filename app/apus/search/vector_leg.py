@@ -32,6 +32,26 @@ class VectorAvailability:
     reason: str = ""
     fix: str = ""
     provider_failed: bool = False
+    # While vectors of the current identity are being built (a first embedding, a prefix
+    # re-embed) the leg serves those already in FAISS: the share of passages they cover and
+    # their chunk ids (None: every chunk is covered).
+    coverage: float | None = None
+    covered: frozenset[int] | None = None
+
+
+def coverage_sentence(coverage: float) -> str:
+    """How much of the vault a partial vector set covers, in the words every face shows."""
+    return (
+        f"meaning search covers {percent_text(coverage)} of passages "
+        "(MEMORY.md, USER.md and the newest dated notes first)"
+    )
+
+
+def percent_text(coverage: float) -> str:
+    """A share as a whole percent, never 100% while something is missing nor 0% once any
+    passage is covered."""
+    percent = int(coverage * 100)
+    return f"{max(1, percent) if coverage > 0 else 0}%"
 
 
 class VectorLeg(Protocol):
@@ -111,12 +131,27 @@ class ProviderVectorLeg:
             return VectorAvailability(True)
         if decision.action == "pause":
             return VectorAvailability(False, decision.reason, decision.fix)
-        # fresh (first build) or reembed (prefixes changed): vectors are on their way.
+        # fresh (first build) or reembed (prefixes changed): vectors are on their way. Those
+        # FAISS already holds are of the current identity (its stamp says so), never another
+        # model's or prefix scheme's: serve them as a partial set.
         done, total = self.progress()
+        covered = self._covered()
+        if covered:
+            coverage = len(covered) / max(total, len(covered))
+            return VectorAvailability(
+                True, coverage_sentence(coverage), coverage=coverage, covered=covered
+            )
         percent = 100 * done // max(total, 1)
         return VectorAvailability(
             False, f"embeddings are being built ({percent}%); keyword results meanwhile"
         )
+
+    def _covered(self) -> frozenset[int]:
+        """Chunk ids FAISS holds for the current identity (read only when its stamp has any)."""
+        identity = self.identity()
+        if identity is None or not self.vectors.count(identity.key()):
+            return frozenset()
+        return self.vectors.ids(identity.key())
 
     def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> dict[int, float]:
         embedder = self.provider.embedder

@@ -330,7 +330,7 @@ def search(
             reading = memory.reading()
         if per_note is not None:
             response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
-        context = SearchContext(window, widened, reading)
+        context = SearchContext(window, widened, reading, response.coverage)
         _show(response, context, explain=explain, as_json=as_json)
 
     run_guarded(body)

@@ -1,4 +1,5 @@
-"""The embeddings line of `status`: ready, rebuilding, keyword-only, paused, unavailable, off."""
+"""The embeddings line of `status`: ready, embedding (a first build), rebuilding (replacing an
+old index), keyword-only, paused, unavailable, off; and how much search by meaning covers."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from apus.index.status import EmbeddingsState
 from apus.index.store import Store
 from apus.indexing.lock import writer_elsewhere
 from apus.indexing.progress import SyncProgress
-from apus.search.vector_leg import ProviderVectorLeg
+from apus.search.vector_leg import ProviderVectorLeg, coverage_sentence
 
 
 def embeddings_state(
@@ -70,16 +71,20 @@ def _semantic_state(
     if decision.action == "pause":
         return EmbeddingsState("paused", decision.reason, decision.fix, identity, vectors)
     done, total = leg.progress()
+    # The vectors FAISS holds for this identity are served meanwhile (the vector leg's rule).
+    coverage = vectors / max(total, vectors) if vectors else None
+    covers = f"; {coverage_sentence(coverage)}" if coverage is not None else ""
     embedding_here = running is not None and running.phase == "embed"
     if embedding_here or writer_elsewhere(settings.index_dir()) is not None:
         return EmbeddingsState(
-            "rebuilding",
-            decision.reason or "embedding the vault",
+            "embedding" if decision.action == "fresh" else "rebuilding",
+            (decision.reason or "embedding the vault") + covers,
             identity=identity,
             vectors=vectors,
             done=done,
             total=total,
             eta_seconds=running.eta_seconds if running is not None and embedding_here else None,
+            coverage=coverage,
         )
     # Vectors are incomplete and nobody is making them: say why, never "rebuilding".
     percent = 100 * done // max(total, 1)
@@ -91,7 +96,16 @@ def _semantic_state(
         why = decision.reason or "embeddings are incomplete"
         reason = f"{why}: {percent}% done, waiting for the next sync"
         fix = "apus memory index"
-    return EmbeddingsState("keyword-only", reason, fix, identity, vectors, done=done, total=total)
+    return EmbeddingsState(
+        "keyword-only",
+        reason + covers,
+        fix,
+        identity,
+        vectors,
+        done=done,
+        total=total,
+        coverage=coverage,
+    )
 
 
 def _with_probe(
@@ -128,4 +142,5 @@ def _with_probe(
         describe=embedder.describe(),
         probe=result,
         cache_entries=cache_entries,
+        coverage=state.coverage,
     )

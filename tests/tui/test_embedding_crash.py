@@ -1,5 +1,6 @@
 """The app when the managed llama.cpp server dies with a real SIGILL on every embedding: the
-status bar and F4 name the signal and the fix, never "rebuilding", and search keeps working."""
+status bar and F4 name the signal and the fix, never "rebuilding" (or "embedding"), and search
+keeps working. And while a first embedding runs: "embedding", one figure left and right."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ async def test_a_server_that_crashes_with_sigill_is_named_in_the_status_bar_and_
             text = provider_text(app)
             assert text.startswith("✗ unavailable: the embedding server crashed 3 times")
             assert "SIGILL (illegal instruction)" in text
-            assert not shown[-1].startswith("rebuilding")
+            assert not shown[-1].startswith(("rebuilding", "embedding"))
             assert app.background is None  # nothing pretends to be running
             started = len(killer.killed)
 
@@ -78,7 +79,7 @@ async def test_a_server_that_crashes_with_sigill_is_named_in_the_status_bar_and_
     assert len(killer.killed) == started and not server_pids(runtime)
 
 
-async def test_embedding_shows_progress_with_an_eta_and_rebuilding_only_while_it_runs(
+async def test_embedding_shows_progress_with_an_eta_and_embedding_only_while_it_runs(
     tmp_path: Path, config_file: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
@@ -107,12 +108,18 @@ async def test_embedding_shows_progress_with_an_eta_and_rebuilding_only_while_it
         while (point := hold.held()) is None:
             await pilot.pause(0.01)
         assert (point["phase"], point["done"]) == ("embed", 16) and point["total"] > 32
-        # Embedding, and shown so: the status bar says rebuilding and how far it has got.
+        # Embedding, and shown so: the status bar says embedding (a first build: nothing is
+        # rebuilt) and how far it has got, the same figure on the left as on the right.
         while not work or work[-1][0].done != 16:
             await pilot.pause(0.01)
         assert work[-1][1].startswith(f"Embedding passages 16/{point['total']:,}")
-        while app.provider.state != "rebuilding":  # the status it reloads as embedding began
+        while app.provider.state != "embedding":  # the status it reloads as embedding began
             await pilot.pause(0.01)
+        assert app.provider.text == f"embedding {100 * 16 // point['total']}%"
+        # What is embedded is searchable already, and the status bar says how much.
+        while "meaning search covers" not in app.provider.detail:
+            await pilot.pause(0.01)
+        assert app.provider.text == f"embedding {100 * 16 // point['total']}%"
         # An ETA needs a rate measured over Eta.MIN_ELAPSED_S of embedding: held that long,
         # the next batch's progress has one, on a machine of any speed.
         while time.monotonic() < point["t"] + Eta.MIN_ELAPSED_S:
@@ -127,6 +134,7 @@ async def test_embedding_shows_progress_with_an_eta_and_rebuilding_only_while_it
     for item, text in timed:
         eta = eta_text(item.eta_seconds)
         assert eta and text == f"Embedding passages {item.done:,}/{item.total:,} · {eta}"
-    rebuilding = [view for view in views if view.state == "rebuilding"]
-    assert rebuilding, "the embedding that ran was never shown"
+    embedding = [view for view in views if view.state == "embedding"]
+    assert embedding, "the embedding that ran was never shown"
+    assert not [view for view in views if view.state == "rebuilding"]
     assert views[-1].state == "ready"

@@ -54,6 +54,8 @@ def test_provider_view_wording() -> None:
     rebuilding = provider_view(EmbeddingsState("rebuilding", done=42, total=100), 0)
     assert rebuilding.text == "rebuilding 42%"
     assert provider_view(EmbeddingsState("rebuilding"), 0).text == "rebuilding"
+    first = provider_view(EmbeddingsState("embedding", "covers 12%", done=12, total=100), 0)
+    assert (first.state, first.text, first.detail) == ("embedding", "embedding 12%", "covers 12%")
     keyword_only = provider_view(
         EmbeddingsState(
             "keyword-only",
@@ -81,6 +83,10 @@ def test_the_newer_of_status_and_search_wins() -> None:
     assert provider_view(ready, 12, VectorEvidence(failed, 11)).text == "semantic ready"
     down = EmbeddingsState("keyword-only", "server down")
     assert provider_view(down, 10, VectorEvidence(worked, 11)).text == "semantic ready"
+    # A search that covered only the passages embedded so far proves no recovery to "ready".
+    stopped = EmbeddingsState("keyword-only", "embedding stopped at 30%")
+    partial = VectorEvidence(LegReport(True, coverage=0.3), 11)
+    assert provider_view(stopped, 10, partial).state == "keyword-only"
 
 
 def test_editor_command_per_editor_family() -> None:

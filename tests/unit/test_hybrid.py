@@ -8,6 +8,7 @@ import pytest
 
 from apus.search.hybrid import (
     MergedScore,
+    MergeMethod,
     is_identifier_lookup,
     leg_weights,
     merge_legs,
@@ -228,3 +229,16 @@ def test_zscore_merge_leaves_a_lone_leg_its_scores() -> None:
     assert alone["c"].merged == pytest.approx(0.5)
     vector_alone = merge_legs({"a": 0.8, "b": 0.4, "c": 0.2}, None, 0.7, 0.3, method="zscore")
     assert vector_alone["b"].merged == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("method", ["weighted", "zscore", "rrf"])
+def test_a_chunk_without_a_vector_yet_keeps_its_keyword_score_alone(method: MergeMethod) -> None:
+    # While vectors are being built: chunk 3 has none, chunk 2 has one that scored low.
+    vector = {1: 0.9, 2: 0.1}
+    text = {2: 4.0, 3: 4.0}
+    merged = merge_legs(vector, text, 0.5, 0.5, method=method, vector_known={1, 2})
+    assert merged[3].vector_raw is None and merged[3].merged == merged[3].text_norm
+    # Known to both legs, chunk 2 is weighed as ever: its weak vector score counts against it.
+    assert merged[2].merged < merged[3].merged
+    # Without the rule, a chunk missing from the vector leg scores 0 there.
+    assert merge_legs(vector, text, 0.5, 0.5, method=method)[3].merged < merged[3].merged

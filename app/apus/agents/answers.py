@@ -93,6 +93,11 @@ class SearchAnswer(_Answer):
     indexing: Indexing | None = Field(
         None, description="set while notes are still being read into the index"
     )
+    coverage: float | None = Field(
+        default=None,
+        description="set while embeddings are being built: the share of passages search by "
+        "meaning covered (the rest were found by their words only)",
+    )
     notices: list[str] | None = Field(
         None, description="what was changed in the request (a clamped maxResults, a trimmed answer)"
     )

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from apus.agents.answers import Passage, SearchAnswer
+from apus.search.vector_leg import coverage_sentence
 
 # Below this a snippet no longer says what the passage is about: drop a passage instead.
 MIN_SNIPPET = 40
@@ -39,6 +40,11 @@ def render_text(answer: SearchAnswer) -> str:
         lines.append(f"Time window ({window.source}: {window.text!r}): {window.describe()}")
     if answer.indexing is not None:
         lines.append(f"Still indexing: {answer.indexing.describe()}")
+    if answer.coverage is not None:
+        lines.append(
+            f"Still embedding: {coverage_sentence(answer.coverage)}; the rest are found by "
+            "their words."
+        )
     lines += [f"Note: {notice}" for notice in answer.notices or ()]
     if answer.fallback is not None:
         fix = f" Fix: {answer.fallback.fix}" if answer.fallback.fix else ""

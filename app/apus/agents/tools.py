@@ -429,6 +429,7 @@ class AgentTools:
             model=_model_name(memory),
             mode=mode,
             fallback=fallback,
+            coverage=None if response.coverage is None else round(response.coverage, 4),
             debug=debug,
         )
 

@@ -329,7 +329,7 @@ def search(
         if per_note is not None:
             response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
         weak = weak_chunks(response.hits, memory.provider.embedder)
-    context = SearchContext(window, widened, reading)
+    context = SearchContext(window, widened, reading, response.coverage)
     _show(response, context, explain=explain, as_json=as_json, weak=weak)
 
 

@@ -1,5 +1,6 @@
 """What `apus memory search` says beside its hits: dates it read from the query, and notes
-a running sync has not read yet (on stderr, and in the `--json` object)."""
+a running sync has not read yet, how much of the vault search by meaning covered while
+vectors are being built (on stderr, and in the `--json` object)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,20 @@ from typing import Any
 
 from apus.indexing.progress import SyncProgress
 from apus.search.time_words import DateWindow
+from apus.search.vector_leg import coverage_sentence
 from apus.units import human_duration
 
 
 @dataclass(frozen=True)
 class SearchContext:
     """What a search answer says beside its hits: dates read from the query (and whether
-    they held nothing, so any date was searched), and notes not read yet."""
+    they held nothing, so any date was searched), notes not read yet, and the share of
+    passages a partial vector set covered."""
 
     window: DateWindow | None
     widened: bool
     reading: SyncProgress | None
+    coverage: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -39,6 +43,8 @@ class SearchContext:
                 if self.reading.eta_seconds is None
                 else round(self.reading.eta_seconds, 1),
             }
+        if self.coverage is not None:
+            data["coverage"] = round(self.coverage, 4)
         return data
 
     def notices(self) -> list[str]:
@@ -61,5 +67,10 @@ class SearchContext:
             said.append(
                 f"Still indexing: {progress.label}{count}{left}. Results cover only the notes "
                 "read so far; ask again when it is done."
+            )
+        if self.coverage is not None:
+            said.append(
+                f"Still embedding: {coverage_sentence(self.coverage)}; the rest are found by "
+                "their words."
             )
         return said

@@ -18,15 +18,21 @@ from apus.index.transcript_store import TranscriptStore, TranscriptSummary
 from apus.vault import transcripts as tx
 from apus.vault.scan import SkippedFile
 
-EmbeddingsStateName = Literal["ready", "rebuilding", "keyword-only", "paused", "unavailable", "off"]
+# "embedding": a first build (nothing to replace); "rebuilding": vectors of an old index
+# (another prefix scheme, a forced rebuild) are being replaced.
+EmbeddingsStateName = Literal[
+    "ready", "embedding", "rebuilding", "keyword-only", "paused", "unavailable", "off"
+]
 
 
 @dataclass(frozen=True)
 class EmbeddingsState:
     """Whether search by meaning works now, why not, and what fixes it.
 
-    `done`/`total` count chunks with vectors while the vectors are being built; the `deep`
-    fields are filled only by `status --deep`, which probes the provider once.
+    `done`/`total` count chunks with vectors while the vectors are being built, and
+    `coverage` is the share of passages search by meaning already covers then (None: all, or
+    none served); the `deep` fields are filled only by `status --deep`, which probes the
+    provider once.
     """
 
     state: EmbeddingsStateName
@@ -40,6 +46,7 @@ class EmbeddingsState:
     describe: dict[str, Any] | None = None  # the provider's own facts (endpoint, device…)
     probe: ProbeResult | None = None
     cache_entries: int | None = None
+    coverage: float | None = None
 
     @property
     def percent(self) -> int | None:
@@ -65,6 +72,8 @@ class EmbeddingsState:
             data["fix"] = self.fix
         if self.percent is not None:
             data["progress"] = f"{self.percent}%"
+        if self.coverage is not None:
+            data["coverage"] = round(self.coverage, 4)
         if self.describe is not None:
             data["describe"] = self.describe
         if self.probe is not None:

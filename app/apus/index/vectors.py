@@ -81,7 +81,9 @@ class VectorIndexError(ApusError):
 
 
 @dataclass(frozen=True)
-class _Loaded:
+class LoadedIndex:
+    """An index read from the file (None when it cannot be served) and what was found."""
+
     index: faiss.IndexIDMap | None
     health: VectorHealth
     built: bool = True  # False: never written for this identity (not damage, just not yet)
@@ -102,8 +104,9 @@ class VectorIndex:
         self.path = index_dir / self.FILENAME
         self.stamp_path = index_dir / self.STAMP
         self._lock = threading.Lock()
-        self._loaded: _Loaded | None = None
+        self._loaded: LoadedIndex | None = None
         self._loaded_signature: tuple[object, ...] | None = None
+        self._loaded_ids: frozenset[int] | None = None
 
     def stamp(self) -> dict[str, Any] | None:
         try:
@@ -131,17 +134,17 @@ class VectorIndex:
             return VectorHealth("rebuilt", repaired)
         return VectorHealth("ok")
 
-    def _load(self, identity_key: str) -> _Loaded:
+    def _load(self, identity_key: str) -> LoadedIndex:
         """Read and check the file (sha256, count); a mismatch is reported, not served."""
         stamp = self.stamp()
         problem = _stamp_problem(stamp, identity_key)
         if problem is not None:
-            return _Loaded(None, problem, built=False)
+            return LoadedIndex(None, problem, built=False)
         assert stamp is not None
         try:
             data = self.path.read_bytes()
         except OSError as exc:
-            return _Loaded(None, _unreadable(exc))
+            return LoadedIndex(None, _unreadable(exc))
         digest = hashlib.sha256(data).hexdigest()
         known = _known_digests(stamp)
         if digest not in known and None not in known:
@@ -151,17 +154,18 @@ class VectorIndex:
             known = _known_digests(stamp) if stamp.get("identity") == identity_key else {}
         expected = known.get(digest, known.get(None, -1))
         if expected == -1:
-            return _Loaded(None, _MISMATCH)
+            return LoadedIndex(None, _MISMATCH)
         try:
             index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
         except Exception as exc:  # FAISS raises RuntimeError for what it cannot parse
-            return _Loaded(None, VectorHealth("damaged", f"vectors.faiss cannot be loaded ({exc})"))
+            health = VectorHealth("damaged", f"vectors.faiss cannot be loaded ({exc})")
+            return LoadedIndex(None, health)
         if not isinstance(index, faiss.IndexIDMap):  # what _build writes: vectors under chunk ids
-            return _Loaded(None, VectorHealth("damaged", "vectors.faiss holds no chunk ids"))
+            return LoadedIndex(None, VectorHealth("damaged", "vectors.faiss holds no chunk ids"))
         if expected is not None and index.ntotal != expected:
             reason = f"vectors.faiss holds {index.ntotal} vectors, its stamp says {expected}"
-            return _Loaded(None, VectorHealth("damaged", reason))
-        return _Loaded(index, VectorHealth("ok"))
+            return LoadedIndex(None, VectorHealth("damaged", reason))
+        return LoadedIndex(index, VectorHealth("ok"))
 
     def search(
         self,
@@ -193,13 +197,30 @@ class VectorIndex:
             return 0
         return int(stamp.get("count", 0))
 
-    def _current(self, identity_key: str) -> _Loaded:
+    def ids(self, identity_key: str) -> frozenset[int]:
+        """The chunk ids the file holds vectors of (none when it cannot be served): while
+        vectors are being built, the chunks a search by meaning can know about."""
+        with self._lock:
+            loaded = self._current(identity_key)
+            if loaded.index is None:
+                return frozenset()
+            if self._loaded_ids is None:
+                index: Any = loaded.index  # IndexIDMap2: FAISS's stubs lack its id_map
+                held: np.ndarray = faiss.vector_to_array(index.id_map)
+                self._loaded_ids = frozenset(held.tolist())
+            return self._loaded_ids
+
+    def _current(self, identity_key: str) -> LoadedIndex:
         """The loaded index, read again only when the stamp or the file changed."""
-        signature = (identity_key, _file_signature(self.stamp_path), _file_signature(self.path))
+        signature = self._signature(identity_key)
         if self._loaded is None or self._loaded_signature != signature:
             self._loaded = self._load(identity_key)
             self._loaded_signature = signature
+            self._loaded_ids = None
         return self._loaded
+
+    def _signature(self, identity_key: str) -> tuple[object, ...]:
+        return (identity_key, _file_signature(self.stamp_path), _file_signature(self.path))
 
 
 def _stamp_problem(stamp: dict[str, Any] | None, identity_key: str) -> VectorHealth | None:

@@ -6,9 +6,14 @@ checkpointed batches (`embed_missing`: text from the cache or the provider, an i
 file from its bytes), embeds the trusted notes' trigger phrases (`embed_triggers`), records
 the identity once every chunk has a vector, and brings the FAISS file in line with the store.
 
-Chunks are embedded in priority order (`embed_order`): the curated MEMORY.md and USER.md
-first, then dated notes newest first, then the rest, so an interrupted or long first embedding
-has spent its time on what a search most likely asks about.
+The FAISS file grows as batches commit (`VectorAppender`), stamped with the identity being
+built, so while a first embedding (or a prefix re-embed) runs, search by meaning already
+covers the chunks embedded so far. Chunks are embedded in priority order (`embed_order`): the
+curated MEMORY.md and USER.md first, then dated notes newest first, then the rest, so what a
+search most likely asks about becomes searchable by meaning first, and an interrupted run
+resumes in the same order (the order is computed again from what is still missing).
+Progress counts chunks vault-wide (those with a vector already, plus this run's), so every
+face shows one figure.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from apus.index.triggers import TRUSTED_FILES, trigger_text, triggers_of, truste
 from apus.index.vectors import cache_key
 from apus.indexing.media import embed_media_chunks, split_media
 from apus.indexing.progress import Eta, ProgressCallback, SyncProgress
-from apus.indexing.vectors import VectorWriter
+from apus.indexing.vectors import VectorAppender, VectorWriter
 from apus.vault.dates import date_from_path
 
 # Chunks per checkpoint: each batch is embedded, cached and committed before the next, so a
@@ -92,9 +97,19 @@ def run_embedding(
         with store.transaction():
             store.forget_vectors(identity.key())
     eta = Eta()
+    vectors = VectorWriter(index_dir)
+    appender = VectorAppender(vectors, store, identity)
+    # Chunks that had a vector before this run: progress is the vault's, not the run's.
+    before = store.vector_count(identity.key())
+
+    committed = 0
 
     def on_progress(event: EmbedProgress) -> None:
-        emit(SyncProgress("embed", event.done, event.total, eta(event.done, event.total)))
+        nonlocal committed
+        appender.committed(event.done - committed)  # the batch is in the store: searchable
+        committed = event.done
+        eta_s = eta(event.done, event.total)
+        emit(SyncProgress("embed", before + event.done, before + event.total, eta_s))
 
     outcome = _embed_chunks(store, provider, cancel, on_progress)
     if outcome.state == "done":
@@ -105,11 +120,11 @@ def run_embedding(
     if complete:
         with store.transaction():
             record_identity(store, identity)
-    if complete or decision.action == "serve":
-        vectors = VectorWriter(index_dir)
-        vectors.refresh(store, identity)
-        if vectors.last_refresh.state == "rebuilt":
-            outcome = replace(outcome, vectors_rebuilt=vectors.last_refresh.reason)
+    # Complete or not, the file ends holding every vector of this identity the store has:
+    # a partial file is served as partial (its identity is the current one).
+    vectors.refresh(store, identity)
+    if vectors.last_refresh.state == "rebuilt":
+        outcome = replace(outcome, vectors_rebuilt=vectors.last_refresh.reason)
     if outcome.state == "done" and cancel is not None and cancel.is_set() and not complete:
         return replace(outcome, state="cancelled")
     return outcome

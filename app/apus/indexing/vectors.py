@@ -1,9 +1,10 @@
 """The write half of the FAISS vector index: vectors.faiss brought in line with the store.
 
-The embedding step runs `VectorWriter.refresh` after each sync; searches read the file it
-writes through `apus.index.vectors.VectorIndex`. A file that is missing, damaged, built from
-another store, or whose vectors differ from the store's is rebuilt from the store, where
-every vector lives.
+The embedding step runs `VectorWriter.refresh` after each sync, and as its batches commit
+while it embeds (`VectorAppender`: a growing file, so search by meaning covers what is already
+embedded); searches read the file it writes through `apus.index.vectors.VectorIndex`. A file
+that is missing, damaged, built from another store, or whose vectors differ from the store's
+is rebuilt from the store, where every vector lives.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 
 from apus.embed.base import EmbeddingIdentity
 from apus.index.store import Store
-from apus.index.vectors import VectorHealth, VectorIndex
+from apus.index.vectors import LoadedIndex, VectorHealth, VectorIndex
 
 # Vectors compared with the store on each refresh: cheap, and over many syncs they catch a
 # file that matches its stamp but not the store (vectors replaced under the same chunk ids).
@@ -33,6 +34,9 @@ class VectorWriter(VectorIndex):
     def __init__(self, index_dir: Path) -> None:
         super().__init__(index_dir)
         self.last_refresh = VectorHealth("ok")
+        # The index this writer last wrote, with the file signature it left: the next
+        # refresh grows it in memory instead of reading the file back.
+        self._written: tuple[faiss.IndexIDMap, tuple[object, ...]] | None = None
 
     def refresh(self, store: Store, identity: EmbeddingIdentity) -> int:
         """Bring the FAISS file in line with the store's vectors for `identity`; return count.
@@ -41,7 +45,7 @@ class VectorWriter(VectorIndex):
         from the store's is rebuilt from the store; `last_refresh` says so and why.
         """
         key = identity.key()
-        loaded = self._load(key)
+        loaded = self._own_or_load(key)
         index = loaded.index
         problem = "" if loaded.health.usable or not loaded.built else loaded.health.reason
         stamp = self.stamp() or {}
@@ -67,6 +71,13 @@ class VectorWriter(VectorIndex):
             self._write(index, key, store.store_id(), repaired=problem)
         return int(index.ntotal)
 
+    def _own_or_load(self, key: str) -> LoadedIndex:
+        """The index this writer wrote last, while the file on disk is still that one."""
+        if self._written is not None and self._written[1] == self._signature(key):
+            return LoadedIndex(self._written[0], VectorHealth("ok"))
+        self._written = None
+        return self._load(key)
+
     @staticmethod
     def _update(index: faiss.IndexIDMap, store: Store, key: str, wanted: set[int]) -> bool:
         """Remove vectors of chunks gone, add those of new chunks; True if anything changed."""
@@ -85,7 +96,7 @@ class VectorWriter(VectorIndex):
         return index
 
     def _write(
-        self, index: faiss.Index, identity_key: str, store_id: str, *, repaired: str
+        self, index: faiss.IndexIDMap, identity_key: str, store_id: str, *, repaired: str
     ) -> None:
         data = faiss.serialize_index(index).tobytes()
         digest = hashlib.sha256(data).hexdigest()
@@ -106,6 +117,38 @@ class VectorWriter(VectorIndex):
         # knows it, never a file its stamp has not heard of (see _load).
         _atomic_write(self.stamp_path, json.dumps(stamp).encode("utf-8"))
         _atomic_write(self.path, data)
+        self._written = (index, self._signature(identity_key))
+
+
+class VectorAppender:
+    """vectors.faiss grown while an embedding runs, so searches meanwhile cover what is done.
+
+    Each committed batch is counted; the file is written again once the vectors added since
+    the last write reach a quarter of those it holds (and at once while it holds none).
+    Writing the whole file after every 16-chunk batch would write O(n^2) bytes over a large
+    vault (38k passages: ~2,400 writes of a file up to 100 MB); growing it by a quarter each
+    time writes at most about 5x its final size in all (1 + 0.8 + 0.8^2 + ...), and a batch
+    waits at most a fifth of the file before a search can find it. The embedding step's own
+    refresh at the end writes what is left.
+    """
+
+    GROWTH = 0.25
+
+    def __init__(self, writer: VectorWriter, store: Store, identity: EmbeddingIdentity) -> None:
+        self.writer = writer
+        self.store = store
+        self.identity = identity
+        self.written = writer.count(identity.key())
+        self.pending = 0
+        self.writes = 0
+
+    def committed(self, chunks: int) -> None:
+        """A batch of `chunks` vectors is committed to the store; write when it is time."""
+        self.pending += chunks
+        if self.pending and self.pending >= self.GROWTH * self.written:
+            self.written = self.writer.refresh(self.store, self.identity)
+            self.pending = 0
+            self.writes += 1
 
 
 def _add_from_store(index: faiss.Index, store: Store, key: str, chunk_ids: list[int]) -> None:

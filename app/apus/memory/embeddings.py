@@ -1,4 +1,5 @@
-"""The embeddings line of `status`: ready, rebuilding, keyword-only, paused, unavailable, off."""
+"""The embeddings line of `status`: ready, embedding (a first build), rebuilding (replacing an
+old index), keyword-only, paused, unavailable, off; and how much search by meaning covers."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from apus.embed.providers import ProviderResolution, is_remote, known_failure
 from apus.index.status import EmbeddingsState, EmbeddingsStateName
 from apus.index.store import Store
 from apus.indexing.progress import SyncProgress
-from apus.search.vector_leg import ProviderVectorLeg
+from apus.search.vector_leg import ProviderVectorLeg, coverage_sentence
 
 
 def embeddings_state(
@@ -74,19 +75,34 @@ def _semantic_state(
     if readiness.state == "paused":
         return EmbeddingsState("paused", problem.reason, problem.fix, identity, vectors)
     done, total = readiness.done, readiness.total
+    # The vectors FAISS holds for this identity are served meanwhile (the vector leg's rule).
+    coverage = vectors / max(total, vectors) if vectors else None
+    covers = f"; {coverage_sentence(coverage)}" if coverage is not None else ""
     if readiness.state == "building":
+        decision = leg.decision()
+        first_build = decision is not None and decision.action == "fresh"
         return EmbeddingsState(
-            "rebuilding",
-            problem.reason,
+            "embedding" if first_build else "rebuilding",
+            problem.reason + covers,
             identity=identity,
             vectors=vectors,
             done=done,
             total=total,
-            eta_seconds=None if running is None else running.eta_seconds,
+            eta_seconds=running.eta_seconds
+            if running is not None and running.phase == "embed"
+            else None,
+            coverage=coverage,
         )
     # failed or waiting: incomplete and nobody is making them, so never "rebuilding".
     return EmbeddingsState(
-        "keyword-only", problem.reason, problem.fix, identity, vectors, done=done, total=total
+        "keyword-only",
+        problem.reason + covers,
+        problem.fix,
+        identity,
+        vectors,
+        done=done,
+        total=total,
+        coverage=coverage,
     )
 
 
@@ -124,4 +140,5 @@ def _with_probe(
         describe=embedder.describe(),
         probe=result,
         cache_entries=cache_entries,
+        coverage=state.coverage,
     )

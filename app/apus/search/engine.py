@@ -80,6 +80,9 @@ class LegReport:
     fix: str = ""  # what makes it run, when something can
     candidates: int = 0
     ms: float = 0.0
+    # The vector leg only, while its vectors are being built: the share of passages it
+    # searched (None: all of them).
+    coverage: float | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,12 @@ class SearchResponse:
     legs: dict[str, LegReport] = field(default_factory=dict)
     ms: float = 0.0
     final: bool = True  # False for keyword results that merged results will replace
+
+    @property
+    def coverage(self) -> float | None:
+        """The share of passages search by meaning covered, when it covered only some."""
+        vector = self.legs.get("vector")
+        return vector.coverage if vector is not None and vector.ran else None
 
 
 @dataclass(frozen=True)
@@ -206,6 +215,7 @@ class _VectorStart:
     future: Future[tuple[dict[int, float] | None, LegReport]] | None
     report: LegReport
     failure: ProviderUnavailableError | None = None
+    covered: frozenset[int] | None = None  # a partial vector set: the chunks it holds
 
 
 @dataclass(frozen=True)
@@ -223,6 +233,7 @@ class _Legs:
     text: dict[int, float] | None
     vector: dict[int, float] | None
     reports: dict[str, LegReport]
+    covered: frozenset[int] | None = None  # chunks the vector leg knows (None: all)
 
 
 class Searcher:
@@ -316,8 +327,10 @@ class Searcher:
             return
         # Step 7: the vector leg's hits.
         vector_hits, reports["vector"] = start.future.result()
+        if start.covered is not None:
+            reports["vector"] = replace(reports["vector"], coverage=start.report.coverage)
         # Step 8: both legs merged and ranked, reusing what step 5 learned.
-        legs = _Legs(text_hits, vector_hits, reports)
+        legs = _Legs(text_hits, vector_hits, reports, start.covered)
         yield self._response(work, legs, resolved.mode, started)
 
     def admitted(self, filters: NoteFilter) -> Admitted | None:
@@ -488,7 +501,8 @@ class Searcher:
         if available.usable:
             allowed = None if admitted is None else admitted.chunks
             future = self._pool.submit(self._vector_leg, query, options.candidates, allowed)
-            return _VectorStart(future, LegReport(False, "pending"))
+            pending = LegReport(False, "pending", coverage=available.coverage)
+            return _VectorStart(future, pending, covered=available.covered)
         problem = available.problem
         failure = self._unavailable(problem) if available.provider_failed and self.strict else None
         return _VectorStart(None, LegReport(False, problem.reason, problem.fix), failure)
@@ -565,6 +579,7 @@ class Searcher:
             text_weight,
             method=options.merge,
             rrf_k=options.rrf_k,
+            vector_known=legs.covered,
         )
         named = self._named_chunk_ids(work)
         ids = list(merged)

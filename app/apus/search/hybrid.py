@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Mapping
+from collections.abc import Container, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
@@ -184,6 +184,7 @@ def merge_legs(
     text_weight: float = 1.0 - DEFAULT_VECTOR_WEIGHT,
     method: MergeMethod = "weighted",
     rrf_k: int = DEFAULT_RRF_K,
+    vector_known: Container[K] | None = None,
 ) -> dict[K, MergedScore[K]]:
     """Merge the two legs' raw scores into `wv·v + wt·t` over the union of their keys, with
     `v` and `t` each leg's normalised score (`method`).
@@ -193,6 +194,10 @@ def merge_legs(
     keyword-only search would cap every result at the text weight (0.3 by default) and no
     result could reach an ordinary `minScore`. One leg alone keeps its own scores whatever
     the method: there is nothing to fuse, and recency and importance weigh against them.
+
+    `vector_known` (while vectors are being built: the keys that have one) marks the rest as
+    not yet known by meaning rather than scored 0 there: such a key keeps its keyword score
+    alone (weight 1), so a note not embedded yet is not pushed below embedded ones.
     """
     if method == "rrf" and vector is not None and text is not None:
         v_norm = normalise_ranks(vector, rrf_k)
@@ -213,6 +218,10 @@ def merge_legs(
     for key in (*v_norm, *(k for k in t_norm if k not in v_norm)):
         v = v_norm.get(key, 0.0)
         t = t_norm.get(key, 0.0)
+        unknown = vector_known is not None and key not in v_norm and key not in vector_known
+        if unknown and vector is not None and text is not None:
+            merged[key] = MergedScore(key, None, 0.0, text.get(key), t, t)
+            continue
         merged[key] = MergedScore(
             key=key,
             vector_raw=vector.get(key) if vector is not None else None,

@@ -31,6 +31,26 @@ class VectorAvailability:
     usable: bool
     problem: Problem = NO_PROBLEM  # why not, when not usable
     provider_failed: bool = False
+    # While vectors of the current identity are being built (a first embedding, a prefix
+    # re-embed) the leg serves those already in FAISS: the share of passages they cover and
+    # their chunk ids (None: every chunk is covered).
+    coverage: float | None = None
+    covered: frozenset[int] | None = None
+
+
+def coverage_sentence(coverage: float) -> str:
+    """How much of the vault a partial vector set covers, in the words every face shows."""
+    return (
+        f"meaning search covers {percent_text(coverage)} of passages "
+        "(MEMORY.md, USER.md and the newest dated notes first)"
+    )
+
+
+def percent_text(coverage: float) -> str:
+    """A share as a whole percent, never 100% while something is missing nor 0% once any
+    passage is covered."""
+    percent = int(coverage * 100)
+    return f"{max(1, percent) if coverage > 0 else 0}%"
 
 
 class VectorLeg(Protocol):
@@ -127,6 +147,17 @@ class ProviderVectorLeg:
             return VectorAvailability(False, exc.problem, provider_failed=True)
         if readiness.state == "ready":
             return VectorAvailability(True)
+        if readiness.state in ("paused", "absent"):
+            return VectorAvailability(False, readiness.problem)
+        # A first build or a prefix re-embed: vectors are on their way. Those FAISS already
+        # holds are of the current identity (its stamp says so), never another model's or
+        # prefix scheme's: serve them as a partial set.
+        covered = self._covered()
+        if covered:
+            coverage = len(covered) / max(readiness.total, len(covered))
+            return VectorAvailability(
+                True, Problem(coverage_sentence(coverage)), coverage=coverage, covered=covered
+            )
         if readiness.state == "building":
             return VectorAvailability(
                 False,
@@ -135,6 +166,13 @@ class ProviderVectorLeg:
                 ),
             )
         return VectorAvailability(False, readiness.problem)
+
+    def _covered(self) -> frozenset[int]:
+        """Chunk ids FAISS holds for the current identity (read only when its stamp has any)."""
+        identity = self.identity()
+        if identity is None or not self.vectors.count(identity.key()):
+            return frozenset()
+        return self.vectors.ids(identity.key())
 
     def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> dict[int, float]:
         embedder = self.provider.embedder

@@ -26,9 +26,10 @@ class _Measured:
 
 
 # `tests/support/weak_hits.py` (figures from `apus.benchmarks.weak_hits`): top 5 hybrid hits
-# with the product defaults, questions of conversations (LoCoMo) and of documents (SciFact claims, 1,500 abstracts) asked in their
-# own vault and in vaults that cannot answer them: the highest threshold that at most 5% of
-# the relevant hits lie below, chosen on the tuning half and checked on the held-out half.
+# with the product defaults, questions of conversations (LoCoMo) and of documents (SciFact
+# claims, 1,500 abstracts) asked in their own vault and in vaults that cannot answer them: the
+# highest threshold that at most 5% of the relevant hits lie below, chosen on the tuning half
+# and checked on the held-out half.
 _THRESHOLDS: tuple[_Measured, ...] = (
     # all-MiniLM-L6-v2 (Q8_0): relevant hits' cosines, 5th percentile, 0.20 on conversations
     # and 0.38 on documents; the vector-only hits of unanswerable questions, median 0.11 and

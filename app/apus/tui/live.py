@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,6 +29,11 @@ from apus.search.engine import LegReport
 from apus.tui.errors import error_text
 from apus.tui.format import plural
 from apus.tui.state import BackgroundWork, ProviderView, VectorEvidence, provider_view
+
+# Embeddings states whose progress the sync's own events carry.
+_EMBEDDING = ("embedding", "rebuilding")
+# How often, in shares of the vault embedded, the status is read again while embedding.
+_COVERAGE_STEPS = 20
 
 # The status bar re-reads the index status this often; it mostly matters while another
 # process rebuilds the vectors (this app's own indexing reports progress directly).
@@ -112,6 +117,7 @@ class LiveMemory:
         self._evidence: VectorEvidence | None = None
         self._embed_warning = ""
         self._phase = ""
+        self._coverage_at = 0  # the embed progress at which coverage was last read
         self._poll: Timer | None = None
 
     @property
@@ -181,6 +187,7 @@ class LiveMemory:
     def on_event(self, event: MemoryEvent) -> None:
         if isinstance(event, SyncStarted):
             self._phase = ""
+            self._coverage_at = 0
         elif isinstance(event, SyncProgressed):
             self._progressed(event)
         elif isinstance(event, SyncFinished):
@@ -198,6 +205,22 @@ class LiveMemory:
             self.app.index_generation += 1
             self.refresh_status()  # embedding runs now: the provider's state says so
         self._phase = progress.phase
+        embeddings = self._embeddings
+        if progress.phase == "embed" and embeddings and embeddings.state in _EMBEDDING:
+            # The left of the status bar follows the same events as the right: one figure.
+            self._embeddings = replace(
+                embeddings,
+                done=progress.done,
+                total=progress.total,
+                eta_seconds=progress.eta_seconds,
+            )
+            self._show_provider()
+            # What meaning search covers grows with the FAISS file, which no event carries:
+            # read it again once it has any, then every twentieth of the vault.
+            grown = progress.done - self._coverage_at >= progress.total / _COVERAGE_STEPS
+            if progress.done and (embeddings.coverage is None or grown):
+                self._coverage_at = progress.done
+                self.refresh_status()
         self.app.background = BackgroundWork(
             progress.label, progress.phase, progress.done, progress.total, progress.eta_seconds
         )
@@ -225,6 +248,7 @@ class LiveMemory:
         provider = none is already in the status bar."""
         expected = self._embeddings is not None and self._embeddings.state in (
             "ready",
+            "embedding",
             "rebuilding",
         )
         if message and expected and message != self._embed_warning:

@@ -8,7 +8,9 @@ from typing import Literal
 from apus.index.status import EmbeddingsState
 from apus.search.engine import LegReport
 
-State = Literal["ready", "rebuilding", "keyword-only", "paused", "unavailable", "off", "unknown"]
+State = Literal[
+    "ready", "embedding", "rebuilding", "keyword-only", "paused", "unavailable", "off", "unknown"
+]
 
 
 @dataclass(frozen=True)
@@ -44,14 +46,15 @@ def provider_view(
         if state == "ready" and not evidence.report.ran:
             state = "keyword-only"
             reason, fix = evidence.report.reason, evidence.report.fix
-        elif state == "keyword-only" and evidence.report.ran:
+        elif state == "keyword-only" and evidence.report.ran and evidence.report.coverage is None:
             state, reason, fix = "ready", "", ""
     if state == "ready":
         return ProviderView("ready", "semantic ready")
-    if state == "rebuilding":
+    if state in ("embedding", "rebuilding"):
+        # The same figure as the progress bar on the right: chunks with vectors, vault-wide.
         percent = embeddings.percent
-        text = "rebuilding" if percent is None else f"rebuilding {percent}%"
-        return ProviderView("rebuilding", text, reason)
+        text = state if percent is None else f"{state} {percent}%"
+        return ProviderView(state, text, reason)
     if state == "keyword-only":
         return ProviderView(
             "keyword-only", f"keyword-only: {reason or 'embeddings unavailable'}", fix or reason

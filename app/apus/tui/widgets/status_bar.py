@@ -12,6 +12,7 @@ from apus.tui.state import BackgroundWork, ProviderView
 
 _ICONS = {
     "ready": "●",
+    "embedding": "◐",
     "rebuilding": "◐",
     "keyword-only": "○",
     "paused": "‖",
@@ -36,6 +37,7 @@ class StatusBar(Horizontal):
     }
     StatusBar #status-provider { width: auto; max-width: 60%; }
     StatusBar #status-provider.-ready { color: $text-success; }
+    StatusBar #status-provider.-embedding { color: $text-warning; }
     StatusBar #status-provider.-rebuilding { color: $text-warning; }
     StatusBar #status-provider.-keyword-only { color: $text-warning; }
     StatusBar #status-provider.-paused { color: $text-error; }

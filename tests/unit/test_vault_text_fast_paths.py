@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from apus.vault import marks_table
 from apus.vault.text import (
     _fold_unicode,
+    _mark_classes,
+    _scan_marks,
     _tokenize_unicode,
     fold,
     keyword_term,
@@ -48,3 +53,12 @@ def test_keyword_terms_are_the_stems_of_the_tokens(text: str) -> None:
 def test_no_term_spans_a_line_break(head: str, tail: str) -> None:
     # The keyword index takes a chunk's repeated leading lines as a prefix of its body's terms.
     assert keyword_terms(f"{head}\n{tail}") == keyword_terms(head) + keyword_terms(f"\n{tail}")
+
+
+def test_the_stored_mark_classes_are_the_scanned_ones() -> None:
+    # On the Unicode version it was made from, the stored table is what `_mark_classes`
+    # gives; on another, it scans.
+    assert unicodedata.unidata_version != marks_table.UNIDATA_VERSION or (
+        _mark_classes() == (marks_table.DROPPED, marks_table.MARKS)
+    )
+    assert _mark_classes() == _scan_marks()

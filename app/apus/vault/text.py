@@ -11,6 +11,8 @@ from functools import cache, lru_cache
 
 from whoosh.lang.porter2 import stem as _porter2
 
+from apus.vault import marks_table
+
 # Bump when analysis changes: a keyword index made with another version is rebuilt.
 # 2: keyword terms are English stems (`keyword_term`).
 ANALYZER_VERSION = 2
@@ -33,10 +35,17 @@ def _class_body(code_points: list[int]) -> str:
 
 @cache
 def _mark_classes() -> tuple[str, str]:
-    """Class bodies for the nonspacing marks that folding drops, and for all marks.
+    """Class bodies for the nonspacing marks that folding drops, and for all marks (built
+    on the first non-ASCII text)."""
+    if unicodedata.unidata_version == marks_table.UNIDATA_VERSION:
+        return marks_table.DROPPED, marks_table.MARKS
+    return _scan_marks()
 
-    `re` has no \\p{M}; marks live only in planes 0, 1 and 14, so scanning those is cheap
-    (but not free: it and the patterns built on it wait for the first non-ASCII text).
+
+def _scan_marks() -> tuple[str, str]:
+    """`_mark_classes` from Python's Unicode database.
+
+    `re` has no \\p{M}; marks live only in planes 0, 1 and 14, so scanning those is enough.
     """
     dropped: list[int] = []
     marks: list[int] = []

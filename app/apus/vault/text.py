@@ -152,8 +152,9 @@ def _fold_unit(unit: str) -> str:
 
 
 def _fold_word(word: str) -> str:
-    # Plain ASCII words are the bulk of most notes; lower() equals fold() for them.
-    return word.lower() if word.isascii() else fold(word)
+    # Plain ASCII words are the bulk of most notes; lower() equals fold() for them. Other
+    # words recur as ASCII ones do, and folding one normalises it twice: kept.
+    return word.lower() if word.isascii() else _fold_unit(word)
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,17 @@ def keyword_terms(text: str) -> list[str]:
     if text.isascii():
         # As `tokenize`'s ASCII path; lowering the whole text first moves no offsets.
         return [keyword_term(word) for word in _ASCII_WORD_RE.findall(text.lower())]
-    return [keyword_term(token.term) for token in tokenize(text)]
+    return [keyword_term(term) for term in _unicode_terms(text)]
+
+
+def _unicode_terms(text: str) -> Iterator[str]:
+    """The terms of `_tokenize_unicode`, without making a `Token` for every word (that was
+    most of the cost of analysing a note with one non-ASCII character)."""
+    for match in _token_re().finditer(text):
+        if match.lastgroup == "cjk":
+            yield from (token.term for token in _cjk_tokens(text, *match.span()))
+        else:
+            yield _fold_word(match.group())
 
 
 def query_terms(query: str) -> list[str]:

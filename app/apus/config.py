@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import tomlkit
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -507,6 +506,9 @@ def update_config_file(
     `private` (a key is being written) makes the file readable by its owner only; a file
     that already is keeps that mode whatever is written.
     """
+    # Only writing needs tomlkit; every command reads the settings (tomllib).
+    import tomlkit
+
     file = config_file or paths.config_file()
     document = tomlkit.parse(_read_config_text(file)) if file.is_file() else None
     if document is None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+import os
 import pkgutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import apus
 
@@ -55,3 +58,52 @@ def test_only_the_cli_and_the_app_print() -> None:
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
                 offenders.append(f"{module}:{node.lineno}")
     assert offenders == []
+
+
+# What a keyword-only search never needs: the app, the agent server, vectors, the model
+# hub, HTTP clients, the index's writers and the config writer. Each is seconds or tenths of
+# a second of start-up for a shell user or an agent calling `apus memory search`.
+NOT_FOR_A_KEYWORD_SEARCH = (
+    "textual",
+    "mcp",
+    "faiss",
+    "huggingface_hub",
+    "httpx",
+    "llama_cpp",
+    "tomlkit",
+    "apus.indexing.sync",
+    "apus.embed.local.embedder",
+)
+
+
+@pytest.mark.parametrize("provider", ["none", "auto"])
+def test_a_keyword_search_loads_only_what_it_uses(tmp_path: Path, provider: str) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "tar.md").write_text("# Tar\n\nExtract an archive with tar.\n", encoding="utf-8")
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "APUS_MEMORY__SEARCH__PROVIDER": provider,
+    }
+    index = [sys.executable, "-m", "apus", "--vault", str(vault), "memory", "index", "--json"]
+    subprocess.run(index, env=env, capture_output=True, check=True, timeout=120)
+    search = ["--vault", str(vault), "memory", "search", "tar", "--mode", "keyword", "--json"]
+    code = (
+        "import sys\n"
+        "from apus.cli import main\n"
+        "try:\n"
+        f"    main({search!r})\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        f"loaded = [m for m in {NOT_FOR_A_KEYWORD_SEARCH!r} if m in sys.modules]\n"
+        "print('LOADED', ','.join(loaded))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tar.md" in done.stdout  # it did search
+    assert done.stdout.strip().splitlines()[-1] == "LOADED", done.stdout[-500:]

@@ -33,25 +33,37 @@ def bench_worker(args: tuple[str, ...]) -> None:
 
 @bench.command("index")
 @click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=3, show_default=True, help="Interleaved rounds."
+)
 @guarded
-def bench_index(corpus: Path) -> None:
-    """Cold index, no-change re-sync and peak RSS, next to a bare Whoosh writer."""
+def bench_index(corpus: Path, rounds: int) -> None:
+    """Cold index, no-change re-sync and peak RSS, next to a bare Whoosh writer and an FTS5
+    insert of the same chunks (interleaved rounds; CPU beside wall time)."""
+
     from apus.benchmarks.index_bench import run_index_bench
 
     click.echo(f"Indexing {corpus} (keyword only, scratch index)…", err=True)
-    r = run_index_bench(corpus)
+    r = run_index_bench(corpus, rounds)
+    click.echo(f"rounds                {r.rounds} (interleaved; medians)")
     click.echo(f"files                 {r.files}")
     click.echo(f"chunks                {r.chunks}")
-    click.echo(f"cold index            {r.cold_seconds:.2f} s")
+    click.echo(f"cold index            {r.cold_seconds:.2f} s (CPU {r.cold_cpu_seconds:.2f} s)")
     click.echo(f"  files/s             {r.files_per_s:.0f}")
     click.echo(f"  chunks/s            {r.chunks_per_s:.0f}")
     click.echo(f"  peak RSS            {r.peak_rss_mb:.0f} MB")
     click.echo(
-        f"no-change re-sync     {r.resync_seconds:.2f} s (peak RSS {r.resync_peak_rss_mb:.0f} MB)"
+        f"no-change re-sync     {r.resync_seconds:.2f} s (CPU {r.resync_cpu_seconds:.2f} s, "
+        f"peak RSS {r.resync_peak_rss_mb:.0f} MB)"
     )
     click.echo(
-        f"bare Whoosh writer    {r.bare_seconds:.2f} s for {r.bare_files} files "
-        f"(peak RSS {r.bare_peak_rss_mb:.0f} MB)"
+        f"bare Whoosh writer    {r.bare_seconds:.2f} s for {r.bare_files} files, the same "
+        f"{r.chunks} chunks (CPU {r.bare_cpu_seconds:.2f} s, peak RSS "
+        f"{r.bare_peak_rss_mb:.0f} MB)"
+    )
+    click.echo(
+        f"FTS5 insert           {r.fts5_seconds:.2f} s, the same chunks "
+        f"(CPU {r.fts5_cpu_seconds:.2f} s)"
     )
     click.echo(f"overhead vs bare      {r.overhead_ratio:.2f}x")
 

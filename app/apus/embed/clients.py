@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from apus.config import SearchSettings
 from apus.embed.base import EmbeddingUnavailable, EmbedKind
-from apus.embed.http import OllamaEmbeddingsClient, OpenAIEmbeddingsClient
 from apus.embed.prefixes import PrefixScheme, detect_family, scheme_for_family
-from apus.embed.remote import EmbeddingClient
 from apus.embed.retry import RetryPolicy
-from apus.embed.transport import ServiceErrors
 from apus.embedding_services import SERVICES, HostedService
+
+if TYPE_CHECKING:
+    from apus.embed.remote import EmbeddingClient
 
 LMSTUDIO_DEFAULT_URL = "http://127.0.0.1:1234/v1"
 OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434"
@@ -122,6 +122,10 @@ def _labels(settings: SearchSettings) -> dict[EmbedKind, str]:
 
 
 def _self_hosted(config: ProviderConfig, settings: SearchSettings) -> EmbeddingClient:
+    # The HTTP clients (httpx) are imported when a client is made, not by every command
+    # that reads the settings.
+    from apus.embed.http import OllamaEmbeddingsClient, OpenAIEmbeddingsClient
+
     if not config.model:
         raise EmbeddingUnavailable(
             f"the {config.name} provider needs a model id",
@@ -156,6 +160,9 @@ def _self_hosted(config: ProviderConfig, settings: SearchSettings) -> EmbeddingC
 def _openai_shaped(
     config: ProviderConfig, settings: SearchSettings, service: HostedService
 ) -> EmbeddingClient:
+    from apus.embed.http import OpenAIEmbeddingsClient
+    from apus.embed.transport import ServiceErrors
+
     labels = _labels(settings)
     if service.labels:
         # The API always wants a label; configured ones take precedence over its own.
@@ -211,6 +218,7 @@ def _copilot(
     config: ProviderConfig, settings: SearchSettings, service: HostedService
 ) -> EmbeddingClient:
     from apus.embed.copilot import CopilotEmbeddingsClient, CopilotSession
+    from apus.embed.transport import ServiceErrors
 
     budgets = _budgets(settings)
     session = CopilotSession(config.api_key, key_fix(config), retry=budgets["retry"])

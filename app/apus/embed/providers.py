@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from apus.config import SearchSettings
 from apus.embed.base import Embedder, EmbeddingIdentity, EmbeddingUnavailable
@@ -18,15 +18,15 @@ from apus.embed.clients import (
     provider_config,
 )
 from apus.embed.local.catalog import get_manifest
-from apus.embed.local.download import DownloadError, model_path, verify_model_file
-from apus.embed.local.embedder import LocalEmbedder
 from apus.embed.local.filehash import cached_sha256
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
-from apus.embed.local.server_manager import ManagedServer, ServerSpec
 from apus.embed.prefixes import PrefixScheme, detect_family, scheme_for_family
 from apus.embed.remote import RemoteEmbedder, UnavailableEmbedder
 from apus.embedding_services import OWN_PROVIDERS
 from apus.errors import ConfigError
+
+if TYPE_CHECKING:
+    from apus.embed.local.embedder import LocalEmbedder
 
 __all__ = [
     "LMSTUDIO_DEFAULT_URL",
@@ -77,7 +77,7 @@ def resolve_provider(settings: SearchSettings) -> ProviderResolution:
             failing = UnavailableEmbedder(settings.provider, exc)
             return ProviderResolution(failing, "unavailable", exc.reason, exc.fix)
         return ProviderResolution(None, "keyword-only", exc.reason, exc.fix)
-    if isinstance(embedder, LocalEmbedder):
+    if _is_local(embedder):
         reason = f"local model {embedder.identity.model}"
     else:
         info = embedder.describe()
@@ -88,13 +88,23 @@ def resolve_provider(settings: SearchSettings) -> ProviderResolution:
 def known_failure(embedder: Embedder | None) -> EmbeddingUnavailable | None:
     """A failure the provider knows before any request: the local server stopped being
     restarted after crashes in a row."""
-    return embedder.known_failure() if isinstance(embedder, LocalEmbedder) else None
+    return embedder.known_failure() if _is_local(embedder) else None
 
 
 def retry_after_crashes(embedder: Embedder | None) -> None:
     """Let a local server that crashed again and again start once more (a run by hand)."""
-    if isinstance(embedder, LocalEmbedder):
+    if _is_local(embedder):
         embedder.retry_after_crashes()
+
+
+def _is_local(embedder: Embedder | None) -> TypeGuard[LocalEmbedder]:
+    if embedder is None:
+        return False
+    # Imported once there is an embedder: the local one's module brings httpx, which a
+    # command without embeddings (a keyword search) never needs.
+    from apus.embed.local.embedder import LocalEmbedder
+
+    return isinstance(embedder, LocalEmbedder)
 
 
 def create_embedder(
@@ -141,6 +151,10 @@ def create_local_embedder(settings: SearchSettings) -> LocalEmbedder:
         path, name, sha256, family, dims, context = _model_from_catalogue(settings.model)
     scheme = _scheme(local.prefix_scheme or family)
     context = local.context_size or context
+    # Imported once there is a model to serve (they bring httpx).
+    from apus.embed.local.embedder import LocalEmbedder
+    from apus.embed.local.server_manager import ManagedServer, ServerSpec
+
     spec = ServerSpec(
         model_path=path,
         model_sha256=sha256,
@@ -160,6 +174,8 @@ def create_local_embedder(settings: SearchSettings) -> LocalEmbedder:
 
 
 def _model_from_catalogue(name: str) -> tuple[Path, str, str, str, int, int]:
+    from apus.embed.local.download import DownloadError, model_path, verify_model_file
+
     try:
         manifest = get_manifest(name)
     except ConfigError as exc:

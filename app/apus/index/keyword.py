@@ -25,7 +25,7 @@ from apus.index.bm25 import Bm25Params, SegmentCache, Statistics, collect_statis
 from apus.index.fileswap import exchange
 from apus.index.sqlite import IndexWriteError
 from apus.index.store import ChunkRecord, Store
-from apus.vault.text import ANALYZER_VERSION, keyword_term, tokenize
+from apus.vault.text import ANALYZER_VERSION, keyword_term, keyword_terms, tokenize
 
 STAMP_FILE = "apus-stamp.json"
 # Commit a rebuild every this many chunks so a killed rebuild has bounded lost work and memory.
@@ -123,30 +123,60 @@ def _schema() -> Schema:
     )
 
 
-def _document(chunk: ChunkRecord, overlap: str) -> dict[str, object]:
+@dataclass(frozen=True)
+class _NoteTerms:
+    """The terms of a note's name fields, analysed once for all of its chunks."""
+
+    file_id: int
+    path: list[str]
+    stem: list[str]
+    title: list[str]
+
+
+def _note_terms(chunk: ChunkRecord) -> _NoteTerms:
     # Without its extension: every note ends in `.md`, so a query with "md" in it (such as
     # `roadmap.md`) would otherwise match every note through the path field.
     path = posixpath.splitext(chunk.path)[0]
-    return {
-        "chunk_id": str(chunk.id),
-        "file_id": str(chunk.file_id),
-        "chunk": chunk.id,
-        "note": chunk.file_id,
-        "path": path,
-        "stem": posixpath.basename(path),
-        "title": chunk.title,
-        "headings": chunk.heading,
-        "body": chunk.text,
-        "overlap": overlap,
-    }
+    return _NoteTerms(
+        chunk.file_id,
+        keyword_terms(path),
+        keyword_terms(posixpath.basename(path)),
+        keyword_terms(chunk.title),
+    )
 
 
 def _documents(chunks: Iterable[ChunkRecord]) -> Iterator[dict[str, object]]:
-    """Whoosh documents for chunks given in store order (a note's chunks in sequence)."""
+    """Whoosh documents for chunks given in store order (a note's chunks in sequence).
+
+    Fields are given as term lists, which Whoosh indexes as they are: the analysis is the
+    same as `ApusTokenizer`'s, but the name fields are analysed once per note, a heading
+    once for the chunks that share it, and the body once, its repeated lines (the overlap)
+    being a prefix of its terms (no term spans a line break).
+    """
     previous: ChunkRecord | None = None
+    note: _NoteTerms | None = None
+    heading, heading_terms = "", list[str]()
     for chunk in chunks:
-        same_note = previous is not None and previous.file_id == chunk.file_id
-        yield _document(chunk, repeated_lines(previous, chunk) if same_note else "")
+        same_note = note is not None and note.file_id == chunk.file_id
+        if note is None or not same_note:
+            note = _note_terms(chunk)
+        if chunk.heading != heading:
+            heading, heading_terms = chunk.heading, keyword_terms(chunk.heading)
+        overlap = repeated_lines(previous, chunk) if same_note else ""
+        overlap_terms = keyword_terms(overlap)
+        body_terms = overlap_terms + keyword_terms(chunk.text[len(overlap) :])
+        yield {
+            "chunk_id": str(chunk.id),
+            "file_id": str(chunk.file_id),
+            "chunk": chunk.id,
+            "note": chunk.file_id,
+            "path": note.path,
+            "stem": note.stem,
+            "title": note.title,
+            "headings": heading_terms,
+            "body": body_terms,
+            "overlap": overlap_terms,
+        }
         previous = chunk
 
 

@@ -762,7 +762,8 @@ def _file_record(row: Sequence[Any]) -> FileRecord:
         title=str(row[5]),
         note_date=row[6] if row[6] is None else str(row[6]),
         importance=None if row[7] is None else float(row[7]),
-        triggers=tuple(json.loads(str(row[8]))),
+        # Most notes have none; every search reads every file's record for the names table.
+        triggers=() if row[8] == "[]" else tuple(json.loads(str(row[8]))),
         chunking=str(row[9]),
     )
 

@@ -12,13 +12,15 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import faiss
 import numpy as np
 
 from apus.embed.base import EmbeddingIdentity
 from apus.errors import ApusError
+
+if TYPE_CHECKING:
+    import faiss
 
 
 def cache_key(identity: EmbeddingIdentity, text_sent: str) -> str:
@@ -38,6 +40,9 @@ def nearest(
 ) -> dict[int, float]:
     """Chunk id -> inner product for the k nearest vectors of one query; with `allowed`
     (chunk ids), the k nearest among those only (FAISS skips the others while scanning)."""
+    # FAISS is imported where vectors are used: it costs a keyword-only command ~0.2 s.
+    import faiss
+
     faiss.omp_set_num_threads(_SEARCH_THREADS)
     vector = query.reshape(1, -1).astype(np.float32)
     if allowed is None:
@@ -136,6 +141,8 @@ class VectorIndex:
 
     def _load(self, identity_key: str) -> LoadedIndex:
         """Read and check the file (sha256, count); a mismatch is reported, not served."""
+        import faiss
+
         stamp = self.stamp()
         problem = _stamp_problem(stamp, identity_key)
         if problem is not None:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from apus.config import Settings, SettingsSource
 from apus.embed.base import EmbeddingError
@@ -28,7 +29,6 @@ from apus.index.store import Store
 from apus.indexing.lock import writer_elsewhere
 from apus.indexing.progress import ProgressCallback, SyncProgress, ignore_progress
 from apus.indexing.reading_progress import reading_progress
-from apus.indexing.sync import Indexer, SyncReport
 from apus.memory.detached import start_detached_index
 from apus.memory.embeddings import embeddings_state
 from apus.memory.note_reader import (
@@ -56,6 +56,9 @@ from apus.search.vector_leg import ProviderVectorLeg
 from apus.vault import transcripts
 from apus.vault.scan import NOTE_SUFFIXES
 from apus.watch import watch_notes
+
+if TYPE_CHECKING:
+    from apus.indexing.sync import Indexer, SyncReport
 
 log = logging.getLogger(__name__)
 
@@ -283,6 +286,9 @@ class Memory:
     # -- indexing -------------------------------------------------------------------------
 
     def indexer(self) -> Indexer:
+        # The writer side is imported by a command that writes, not by a search.
+        from apus.indexing.sync import Indexer
+
         return Indexer(self.settings, self.provider)
 
     def sync(

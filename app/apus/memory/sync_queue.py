@@ -14,10 +14,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from apus.errors import IndexBusyError
 from apus.indexing.progress import ProgressCallback, SyncProgress
-from apus.indexing.sync import SyncReport
+
+if TYPE_CHECKING:
+    # Only named: a search process never imports the index's writers.
+    from apus.indexing.sync import SyncReport
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +80,7 @@ class SyncFinished:
 
 
 SyncEvent = SyncStarted | SyncProgressed | SyncFinished
-SyncRunner = Callable[[SyncRequest, threading.Event, ProgressCallback], SyncReport]
+SyncRunner = Callable[[SyncRequest, threading.Event, ProgressCallback], "SyncReport"]
 
 
 class SyncQueue:

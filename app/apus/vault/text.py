@@ -7,9 +7,11 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from whoosh.lang.porter2 import stem as _porter2
+
+from apus.vault import marks_table
 
 # Bump when analysis changes: a keyword index made with another version is rebuilt.
 # 2: keyword terms are English stems (`keyword_term`).
@@ -31,10 +33,19 @@ def _class_body(code_points: list[int]) -> str:
     return "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges)
 
 
+@cache
 def _mark_classes() -> tuple[str, str]:
-    """Class bodies for the nonspacing marks that folding drops, and for all marks.
+    """Class bodies for the nonspacing marks that folding drops, and for all marks (built
+    on the first non-ASCII text)."""
+    if unicodedata.unidata_version == marks_table.UNIDATA_VERSION:
+        return marks_table.DROPPED, marks_table.MARKS
+    return _scan_marks()
 
-    `re` has no \\p{M}; marks live only in planes 0, 1 and 14, so scanning those is cheap.
+
+def _scan_marks() -> tuple[str, str]:
+    """`_mark_classes` from Python's Unicode database.
+
+    `re` has no \\p{M}; marks live only in planes 0, 1 and 14, so scanning those is enough.
     """
     dropped: list[int] = []
     marks: list[int] = []
@@ -49,8 +60,10 @@ def _mark_classes() -> tuple[str, str]:
     return _class_body(dropped), _class_body(marks)
 
 
-_DROPPED_MARKS, _MARKS = _mark_classes()
-_DROPPED_MARKS_RE = re.compile(f"[{_DROPPED_MARKS}]+")
+@cache
+def _dropped_marks_re() -> re.Pattern[str]:
+    return re.compile(f"[{_mark_classes()[0]}]+")
+
 
 _HAN = (
     "\u3005-\u3007"  # 々 〆 〇
@@ -79,18 +92,32 @@ _HANGUL = (
 # Vowel and final Jamo of decomposed (NFD) Hangul continue a syllable rather than start one.
 _HANGUL_CONT = "\u1160-\u11ff\ud7b0-\ud7ff"
 _CJK = f"{_HAN}{_KANA}{_HANGUL}"
-# What continues a CJK character rather than starting one: NFD Hangul Jamo, combining marks
-# such as NFD kana voicing, halfwidth voicing marks.
-_CJK_CONT = f"{_HANGUL_CONT}{_MARKS}\uff9e\uff9f"
-# One CJK character as a reader sees it, so NFC and NFD spellings give the same units.
-_CJK_UNIT = f"[{_CJK}][{_CJK_CONT}]*"
 # A word starts with a letter or digit (never `_`, never CJK) and keeps the combining marks
 # inside it, so a decomposed (NFD) word is one token.
 _WORD_CHAR = rf"[^\W_{_CJK}]"
-_WORD = rf"{_WORD_CHAR}+(?:[{_MARKS}]+{_WORD_CHAR}*)*"
 
-_TOKEN_RE = re.compile(rf"(?P<cjk>(?:{_CJK_UNIT})+)|(?P<word>{_WORD})")
-_CJK_UNIT_RE = re.compile(_CJK_UNIT)
+
+@cache
+def _cjk_unit() -> str:
+    """One CJK character as a reader sees it, so NFC and NFD spellings give the same units.
+
+    What continues a CJK character rather than starting one: NFD Hangul Jamo, combining
+    marks such as NFD kana voicing, halfwidth voicing marks.
+    """
+    return f"[{_CJK}][{_HANGUL_CONT}{_mark_classes()[1]}\uff9e\uff9f]*"
+
+
+@cache
+def _token_re() -> re.Pattern[str]:
+    word = rf"{_WORD_CHAR}+(?:[{_mark_classes()[1]}]+{_WORD_CHAR}*)*"
+    return re.compile(rf"(?P<cjk>(?:{_cjk_unit()})+)|(?P<word>{word})")
+
+
+@cache
+def _cjk_unit_re() -> re.Pattern[str]:
+    return re.compile(_cjk_unit())
+
+
 _CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 
 # Counting runs on NFC text with CJK already blanked out, so these classes stay simple
@@ -107,9 +134,16 @@ _ASCII_LONG_WORD_RE = re.compile(rf"[A-Za-z0-9]{{{_LONG_WORD_BLOCK + 1},}}")
 
 def fold(text: str) -> str:
     """Case- and accent-fold `text`; NFC and NFD spellings of a word fold to the same string."""
+    if text.isascii():
+        # ASCII has no marks and no other normal form, and casefold() is lower() on it.
+        return text.lower()
+    return _fold_unicode(text)
+
+
+def _fold_unicode(text: str) -> str:
     decomposed = unicodedata.normalize("NFD", text).casefold()
     # casefold can itself produce decomposable text, so marks are dropped after it.
-    return unicodedata.normalize("NFC", _DROPPED_MARKS_RE.sub("", decomposed))
+    return unicodedata.normalize("NFC", _dropped_marks_re().sub("", decomposed))
 
 
 @lru_cache(maxsize=65_536)
@@ -118,8 +152,9 @@ def _fold_unit(unit: str) -> str:
 
 
 def _fold_word(word: str) -> str:
-    # Plain ASCII words are the bulk of most notes; lower() equals fold() for them.
-    return word.lower() if word.isascii() else fold(word)
+    # Plain ASCII words are the bulk of most notes; lower() equals fold() for them. Other
+    # words recur as ASCII ones do, and folding one normalises it twice: kept.
+    return word.lower() if word.isascii() else _fold_unit(word)
 
 
 @dataclass(frozen=True)
@@ -130,7 +165,7 @@ class Token:
 
 
 def _cjk_tokens(text: str, start: int, end: int) -> Iterator[Token]:
-    units = [m.span() for m in _CJK_UNIT_RE.finditer(text, start, end)]
+    units = [m.span() for m in _cjk_unit_re().finditer(text, start, end)]
     if len(units) == 1:
         yield Token(_fold_unit(text[start:end]), start, end)
         return
@@ -145,7 +180,17 @@ def tokenize(text: str) -> Iterator[Token]:
     Used for both indexing and queries: a query of two CJK characters is one bigram, which
     every longer text containing them also yields, so partial CJK queries match.
     """
-    for match in _TOKEN_RE.finditer(text):
+    if text.isascii():
+        # The same tokens as below (no CJK, no marks; `[^\W_]` is `[A-Za-z0-9]` on ASCII)
+        # without building the Unicode patterns.
+        for match in _ASCII_WORD_RE.finditer(text):
+            yield Token(match.group().lower(), *match.span())
+    else:
+        yield from _tokenize_unicode(text)
+
+
+def _tokenize_unicode(text: str) -> Iterator[Token]:
+    for match in _token_re().finditer(text):
         start, end = match.span()
         if match.lastgroup == "cjk":
             yield from _cjk_tokens(text, start, end)
@@ -240,6 +285,24 @@ def keyword_term(term: str) -> str:
     words unstemmed (as identifiers) about 60%.
     """
     return _porter2(term) if _STEMMABLE_RE.fullmatch(term) else term
+
+
+def keyword_terms(text: str) -> list[str]:
+    """The terms the keyword index stores for `text`, in order: `keyword_term` of each token."""
+    if text.isascii():
+        # As `tokenize`'s ASCII path; lowering the whole text first moves no offsets.
+        return [keyword_term(word) for word in _ASCII_WORD_RE.findall(text.lower())]
+    return [keyword_term(term) for term in _unicode_terms(text)]
+
+
+def _unicode_terms(text: str) -> Iterator[str]:
+    """The terms of `_tokenize_unicode`, without making a `Token` for every word (that was
+    most of the cost of analysing a note with one non-ASCII character)."""
+    for match in _token_re().finditer(text):
+        if match.lastgroup == "cjk":
+            yield from (token.term for token in _cjk_tokens(text, *match.span()))
+        else:
+            yield _fold_word(match.group())
 
 
 def query_terms(query: str) -> list[str]:

@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 from filelock import FileLock, Timeout
 
 from apus import __version__, paths
@@ -30,10 +30,11 @@ from apus.embed.local.gguf_info import GGUF_MAGIC
 from apus.errors import ApusError
 from apus.units import human_size
 
+if TYPE_CHECKING:
+    import httpx
+
 Progress = Callable[[int, int], None]
 
-# Short connect timeout: an unreachable hub should say so at once, not after a minute.
-_TIMEOUT = httpx.Timeout(connect=5.0, read=30.0, write=30.0, pool=5.0)
 _RETRY_PAUSE_S = 0.5
 _VERIFIED_SUFFIX = ".verified.json"
 
@@ -168,10 +169,15 @@ def _transfer(
     cancel: threading.Event | None,
     retries: int,
 ) -> None:
+    # httpx is imported by a download, not by every command that looks for the model file.
+    import httpx
+
     url = download_url(manifest)
     headers = {"User-Agent": f"apus/{__version__}", "Accept-Encoding": "identity"}
+    # Short connect timeout: an unreachable hub should say so at once, not after a minute.
+    timeout = httpx.Timeout(connect=5.0, read=30.0, write=30.0, pool=5.0)
     attempt = 0
-    with httpx.Client(timeout=_TIMEOUT, follow_redirects=True, headers=headers) as client:
+    with httpx.Client(timeout=timeout, follow_redirects=True, headers=headers) as client:
         while True:
             offset = part.stat().st_size if part.exists() else 0
             if offset > manifest.size:
@@ -208,6 +214,8 @@ def _stream(
     progress: Progress | None,
     cancel: threading.Event | None,
 ) -> None:
+    import httpx
+
     request_headers = {"Range": f"bytes={offset}-"} if offset else {}
     with client.stream("GET", url, headers=request_headers) as response:
         if response.status_code == 416:

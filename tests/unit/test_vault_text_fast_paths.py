@@ -1,0 +1,64 @@
+"""The ASCII fast paths of folding and tokenizing give exactly what the Unicode paths give."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from apus.vault import marks_table
+from apus.vault.text import (
+    _fold_unicode,
+    _mark_classes,
+    _scan_marks,
+    _tokenize_unicode,
+    fold,
+    keyword_term,
+    keyword_terms,
+    tokenize,
+)
+
+# Plain ASCII (the fast paths), with accents, combining marks, CJK, Hangul, fullwidth and
+# other scripts mixed in (the Unicode paths), so both sides of every `isascii` test are met.
+_ASCII = st.characters(min_codepoint=0, max_codepoint=0x7F)
+_MIXED = st.one_of(
+    _ASCII,
+    st.sampled_from("éÉßİıﬁ\u0301\u0308\u3099が日本語한국어ｶﾞ_-—\u00a0\u2028"),
+    st.characters(),
+)
+_TEXTS = st.one_of(st.text(_ASCII, max_size=200), st.text(_MIXED, max_size=200))
+
+
+@settings(max_examples=500)
+@given(_TEXTS)
+def test_tokenize_gives_the_tokens_of_the_unicode_path(text: str) -> None:
+    assert list(tokenize(text)) == list(_tokenize_unicode(text))
+
+
+@settings(max_examples=500)
+@given(_TEXTS)
+def test_fold_gives_the_folding_of_the_unicode_path(text: str) -> None:
+    assert fold(text) == _fold_unicode(text)
+
+
+@settings(max_examples=500)
+@given(_TEXTS)
+def test_keyword_terms_are_the_stems_of_the_tokens(text: str) -> None:
+    assert keyword_terms(text) == [keyword_term(token.term) for token in _tokenize_unicode(text)]
+
+
+@settings(max_examples=300)
+@given(_TEXTS, _TEXTS)
+def test_no_term_spans_a_line_break(head: str, tail: str) -> None:
+    # The keyword index takes a chunk's repeated leading lines as a prefix of its body's terms.
+    assert keyword_terms(f"{head}\n{tail}") == keyword_terms(head) + keyword_terms(f"\n{tail}")
+
+
+def test_the_stored_mark_classes_are_the_scanned_ones() -> None:
+    # On the Unicode version it was made from, the stored table is what `_mark_classes`
+    # gives; on another, it scans.
+    assert unicodedata.unidata_version != marks_table.UNIDATA_VERSION or (
+        _mark_classes() == (marks_table.DROPPED, marks_table.MARKS)
+    )
+    assert _mark_classes() == _scan_marks()

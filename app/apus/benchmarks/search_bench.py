@@ -1,17 +1,25 @@
-"""`apus bench search`: query latency percentiles over many realistic queries.
+"""`apus bench search`: query latency percentiles over many realistic queries, side by side
+with an SQLite FTS5 reference over the same chunks.
+
+Every system answers each query in turn (the order rotates query by query), so a loaded
+machine slows them alike; each is timed in wall time and in thread CPU time (the search's
+own threads only), and the ratios are of figures from the same run.
 
 Hybrid latency at 100k chunks would need days of CPU embedding, so `synthetic_vectors` fills
 FAISS with random unit vectors instead: a flat inner-product search costs the same whatever
-the values, and the query embedding still goes through the real model and server. The
-figures are for latency only; they say nothing about quality.
+the values. The query vectors are embedded by the model before the timed runs when one is
+given (that embedding is timed apart), random unit vectors otherwise, so the hybrid figure is
+the search without the query embedding. The figures are for latency only; they say nothing
+about quality.
 """
 
 from __future__ import annotations
 
 import random
 import shutil
+import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,27 +28,37 @@ import numpy as np
 
 from apus.benchmarks.measure import peak_rss_mb, percentile
 from apus.config import Settings, load_settings
+from apus.errors import ApusError
+from apus.index.keyword import KeywordIndex
 from apus.index.store import Store
 from apus.index.vectors import nearest
-from apus.search.engine import Searcher, SearchResponse
+from apus.search.engine import Searcher
 from apus.search.options import Mode, SearchOptions
+from apus.search.query import ParsedQuery
 from apus.search.vector_leg import VectorAvailability
 
 if TYPE_CHECKING:
     import faiss
 
-    from apus.embed.base import Embedder
+# What the FTS5 reference shows per query, as a search list does: the top of its ranking,
+# and snippets of the first ten.
+_SHOWN = 10
+_FTS_FILE = "fts5-reference.sqlite"
+# EmbeddingGemma's width, the shipped model's: random query vectors stand in for its output.
+_SYNTHETIC_DIMS = 768
 
 
 @dataclass(frozen=True)
-class LatencyFigures:
-    mode: Mode
+class Timing:
+    """One system's latency over the timed queries: wall and thread CPU, in ms."""
+
+    name: str
+    label: str
     queries: int
-    p50_ms: float
-    p95_ms: float
-    p50_without_embedding_ms: float
-    p95_without_embedding_ms: float
-    leg_p50_ms: dict[str, float]
+    wall_p50_ms: float
+    wall_p95_ms: float
+    cpu_p50_ms: float
+    cpu_p95_ms: float
 
 
 @dataclass(frozen=True)
@@ -48,9 +66,17 @@ class SearchBenchResult:
     files: int
     chunks: int
     index_seconds: float
-    figures: list[LatencyFigures]
+    timings: list[Timing]
     peak_rss_mb: float
     synthetic_vectors: bool
+    embedded_queries: bool  # the synthetic run's query vectors came from the model
+
+    def timing(self, name: str) -> Timing | None:
+        return next((t for t in self.timings if t.name == name), None)
+
+
+class BenchSetupError(ApusError):
+    """A combination of options the benchmark cannot measure honestly."""
 
 
 def bench_settings(corpus: Path, index_dir: Path, provider: str, model_path: str) -> Settings:
@@ -87,40 +113,178 @@ def sample_queries(store: Store, count: int, seed: int = 7) -> list[str]:
     return queries
 
 
-class _TimedVectorLeg:
-    """Real query embedding + FAISS search; records the embedding time of each query."""
+class _PrecomputedVectorLeg:
+    """FAISS search for query vectors made before the timed runs; it times its own search
+    (wall and the CPU of the pool thread it runs on), which the caller's clock cannot see."""
 
-    def __init__(self, embedder: Embedder, vectors: faiss.Index) -> None:
-        self.embedder = embedder
-        self.vectors = vectors
-        self.last_embed_ms = 0.0
+    def __init__(self, index: faiss.Index, query_vectors: dict[str, np.ndarray]) -> None:
+        self.index = index
+        self.query_vectors = query_vectors
+        self.last_wall_ms = 0.0
+        self.last_cpu_ms = 0.0
 
     def availability(self) -> VectorAvailability:
         return VectorAvailability(True)
 
     def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> dict[int, float]:
-        started = time.perf_counter()
-        vector = self.embedder.embed([self.embedder.query_text(query)], kind="query")[0]
-        self.last_embed_ms = (time.perf_counter() - started) * 1000
-        return nearest(self.vectors, vector, k, allowed)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        found = nearest(self.index, self.query_vectors[query], k, allowed)
+        self.last_cpu_ms = (time.thread_time() - cpu) * 1000
+        self.last_wall_ms = (time.perf_counter() - wall) * 1000
+        return found
 
     def neighbours(self, chunk_ids: list[int], k: int) -> dict[int, float]:
         raise NotImplementedError("the search benchmark times searches, not related notes")
 
     def close(self) -> None:
-        self.embedder.close()
+        return None
+
+
+def _synthetic_leg(
+    store: Store, texts: list[str], vault: Path, index_dir: Path, model_path: str
+) -> tuple[_PrecomputedVectorLeg, Timing | None]:
+    """Random unit vectors in FAISS, and query vectors: the model's when one is given (each
+    embedding timed, before and apart from the searches), random unit vectors otherwise."""
+    if not model_path:
+        rng = np.random.default_rng(11)
+        dims = _SYNTHETIC_DIMS
+        rows = _unit_rows(rng, len(texts), dims)
+        vectors = {text: rows[i] for i, text in enumerate(texts)}
+        return _PrecomputedVectorLeg(_synthetic_faiss(store, dims), vectors), None
+    from apus.embed.providers import resolve_provider
+
+    model_settings = bench_settings(vault, index_dir, "local", model_path)
+    embedder = resolve_provider(model_settings.search).embedder
+    if embedder is None:
+        raise BenchSetupError(
+            "The model cannot be used for the vector leg.", "apus memory status --deep"
+        )
+    walls: list[float] = []
+    cpus: list[float] = []
+    vectors = {}
+    try:
+        embedder.embed([embedder.query_text(texts[0])], kind="query")  # start the server
+        for text in texts:
+            wall, cpu = time.perf_counter(), time.thread_time()
+            vectors[text] = embedder.embed([embedder.query_text(text)], kind="query")[0]
+            cpus.append((time.thread_time() - cpu) * 1000)
+            walls.append((time.perf_counter() - wall) * 1000)
+        dims = embedder.identity.dims
+    finally:
+        embedder.close()
+    embedding = Timing(
+        "embedding",
+        "query embedding alone (before the searches; CPU is this process's share)",
+        len(walls),
+        percentile(walls, 50),
+        percentile(walls, 95),
+        percentile(cpus, 50),
+        percentile(cpus, 95),
+    )
+    return _PrecomputedVectorLeg(_synthetic_faiss(store, dims), vectors), embedding
+
+
+def _unit_rows(rng: np.random.Generator, count: int, dims: int) -> np.ndarray:
+    vectors = rng.standard_normal((count, dims), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors
 
 
 def _synthetic_faiss(store: Store, dims: int) -> faiss.Index:
     import faiss
 
     ids = np.fromiter((c.id for c in store.iter_chunks()), dtype=np.int64)
-    rng = np.random.default_rng(7)
-    vectors = rng.standard_normal((len(ids), dims), dtype=np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     index = faiss.IndexIDMap2(faiss.IndexFlatIP(dims))
-    index.add_with_ids(vectors, ids)
+    index.add_with_ids(_unit_rows(np.random.default_rng(7), len(ids), dims), ids)
     return index
+
+
+class _Fts5Reference:
+    """SQLite FTS5 over the store's chunk texts: `bm25()` top k, then `snippet()` of the top
+    ten, what a plain full-text search answers a search list with."""
+
+    def __init__(self, path: Path, store: Store) -> None:
+        generation = str(store.generation())
+        self.db = sqlite3.connect(path, check_same_thread=False)
+        self.db.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        if row is None or row[0] != generation:
+            self._build(store, generation)
+
+    def _build(self, store: Store, generation: str) -> None:
+        with self.db:
+            self.db.execute("DROP TABLE IF EXISTS chunks")
+            self.db.execute(
+                "CREATE VIRTUAL TABLE chunks USING fts5(text, "
+                "tokenize = 'porter unicode61 remove_diacritics 2')"
+            )
+            self.db.executemany(
+                "INSERT INTO chunks(rowid, text) VALUES (?, ?)",
+                ((c.id, c.text) for c in store.iter_chunks()),
+            )
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (generation,))
+
+    def search(self, terms: Sequence[str], k: int) -> list[str]:
+        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+        if not match:
+            return []
+        rows = self.db.execute(
+            "SELECT rowid FROM chunks WHERE chunks MATCH ? ORDER BY bm25(chunks) LIMIT ?",
+            (match, k),
+        ).fetchall()
+        shown = [row[0] for row in rows[:_SHOWN]]
+        marks = ",".join("?" * len(shown)) or "NULL"
+        return [
+            row[0]
+            for row in self.db.execute(
+                f"SELECT snippet(chunks, 0, '[', ']', '…', 40) FROM chunks "
+                f"WHERE chunks MATCH ? AND rowid IN ({marks})",
+                (match, *shown),
+            )
+        ]
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _held_to(
+    search: Callable[[str, SearchOptions], object], options: SearchOptions
+) -> Callable[[str], object]:
+    """`search` held to `options` (a lambda made in a loop would see the last ones)."""
+    return lambda text: search(text, options)
+
+
+@dataclass
+class _System:
+    """One thing timed per query: `run` answers the query; `extra_cpu` is CPU it spent on
+    threads other than the caller's (the vector leg's pool thread)."""
+
+    name: str
+    label: str
+    run: Callable[[str], object]
+    extra_cpu: Callable[[], float] = lambda: 0.0
+    walls: list[float] | None = None
+    cpus: list[float] | None = None
+
+    def time(self, text: str) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        self.run(text)
+        cpu_ms = (time.thread_time() - cpu) * 1000 + self.extra_cpu()
+        wall_ms = (time.perf_counter() - wall) * 1000
+        self.walls = [*(self.walls or []), wall_ms]
+        self.cpus = [*(self.cpus or []), cpu_ms]
+
+    def figures(self) -> Timing:
+        walls, cpus = self.walls or [], self.cpus or []
+        return Timing(
+            self.name,
+            self.label,
+            len(walls),
+            percentile(walls, 50),
+            percentile(walls, 95),
+            percentile(cpus, 50),
+            percentile(cpus, 95),
+        )
 
 
 def run_search_bench(
@@ -133,9 +297,14 @@ def run_search_bench(
     synthetic_vectors: bool = False,
     copies: int = 1,
 ) -> SearchBenchResult:
-    from apus.embed.providers import resolve_provider
+    """Index the corpus (or reuse `index_dir`), then time every system on every query."""
     from apus.memory import Memory
 
+    if any(mode != "keyword" for mode in modes) and not (model_path or synthetic_vectors):
+        raise BenchSetupError(
+            "Vector and hybrid modes need vectors to search.",
+            "add --synthetic-vectors (random vectors, latency only) or --model MODEL.gguf",
+        )
     vault = replicate_corpus(corpus, index_dir.parent / "vault", copies)
     provider = "local" if model_path and not synthetic_vectors else "none"
     settings = bench_settings(vault, index_dir, provider, model_path)
@@ -147,59 +316,94 @@ def run_search_bench(
     try:
         files, chunks = store.counts()
         texts = sample_queries(store, queries)
-        leg: _TimedVectorLeg | None = None
-        if synthetic_vectors and model_path:
-            model_settings = bench_settings(vault, index_dir, "local", model_path)
-            embedder = resolve_provider(model_settings.search).embedder
-            if embedder is None:
-                raise RuntimeError("the model cannot be used for the vector leg")
-            leg = _TimedVectorLeg(embedder, _synthetic_faiss(store, embedder.identity.dims))
+        generation = store.generation()
+        fts = _Fts5Reference(index_dir.parent / _FTS_FILE, store)
+        leg, leg_embedding = (
+            _synthetic_leg(store, texts, vault, index_dir, model_path)
+            if synthetic_vectors
+            else (None, None)
+        )
     finally:
         store.close()
-    # Synthetic vectors need a Searcher of our own; otherwise time what the CLI runs.
+    keyword = KeywordIndex(index_dir)
+    # Synthetic vectors need a Searcher of our own; the keyword figures are what the CLI runs.
     searcher = Searcher(settings, vector_leg=leg) if leg is not None else None
-    search = searcher.search if searcher is not None else memory.search
-    figures = []
+    candidates = SearchOptions().resolve(settings.search.query).candidates
+    terms = {text: ParsedQuery.parse(text).terms for text in texts}
+
+    systems = [
+        _System(
+            "fts5", "FTS5 bm25() top k + 10 snippet()", lambda t: fts.search(terms[t], candidates)
+        ),
+        _System(
+            "keyword-leg",
+            "keyword leg alone (bm25 top k)",
+            lambda t: keyword.search(list(terms[t]), candidates, generation),
+        ),
+    ]
+    if "keyword" in modes:
+        options = SearchOptions(mode="keyword")
+        systems.append(
+            _System("keyword", "Memory.search keyword", lambda t: memory.search(t, options))
+        )
+    vector_modes: tuple[Mode, ...] = ("hybrid", "vector")
+    for mode in vector_modes:
+        if mode not in modes:
+            continue
+        mode_options = SearchOptions(mode=mode)
+        if searcher is not None and leg is not None:
+            label = f"Searcher {mode}, no query embedding"
+            systems.append(
+                _System(
+                    mode,
+                    label,
+                    _held_to(searcher.search, mode_options),
+                    lambda: leg.last_cpu_ms,
+                )
+            )
+        else:
+            label = f"Memory.search {mode}, query embedding included"
+            systems.append(_System(mode, label, _held_to(memory.search, mode_options)))
+    vector_walls: list[float] = []
+    vector_cpus: list[float] = []
     try:
-        for mode in modes:
-            figures.append(_time_mode(search, mode, texts, leg))
+        for text in texts[:10]:  # warm caches and the server
+            for system in systems:
+                system.run(text)
+        for number, text in enumerate(texts):
+            turn = number % len(systems)
+            for system in systems[turn:] + systems[:turn]:
+                system.time(text)
+                if system.name == "hybrid" and leg is not None:
+                    vector_walls.append(leg.last_wall_ms)
+                    vector_cpus.append(leg.last_cpu_ms)
     finally:
         if searcher is not None:
             searcher.close()
+        keyword.close()
+        fts.close()
         memory.close()
+    timings = [system.figures() for system in systems]
+    if vector_walls:
+        timings.append(
+            Timing(
+                "vector-leg",
+                "vector leg alone (FAISS, its own clock)",
+                len(vector_walls),
+                percentile(vector_walls, 50),
+                percentile(vector_walls, 95),
+                percentile(vector_cpus, 50),
+                percentile(vector_cpus, 95),
+            )
+        )
+    if leg_embedding is not None:
+        timings.append(leg_embedding)
     return SearchBenchResult(
-        files, chunks, index_seconds, figures, peak_rss_mb(), synthetic_vectors
-    )
-
-
-def _time_mode(
-    search: Callable[[str, SearchOptions], SearchResponse],
-    mode: Mode,
-    texts: list[str],
-    leg: _TimedVectorLeg | None,
-) -> LatencyFigures:
-    options = SearchOptions(mode=mode)
-    for text in texts[:10]:  # warm caches and the server
-        search(text, options)
-    timings: list[float] = []
-    without: list[float] = []
-    legs: dict[str, list[float]] = {}
-    for text in texts:
-        begin = time.perf_counter()
-        response = search(text, options)
-        elapsed = (time.perf_counter() - begin) * 1000
-        timings.append(elapsed)
-        embed_ms = leg.last_embed_ms if leg is not None and mode != "keyword" else 0.0
-        without.append(elapsed - embed_ms)
-        for name, report in response.legs.items():
-            if report.ran:
-                legs.setdefault(name, []).append(report.ms)
-    return LatencyFigures(
-        mode=mode,
-        queries=len(timings),
-        p50_ms=percentile(timings, 50),
-        p95_ms=percentile(timings, 95),
-        p50_without_embedding_ms=percentile(without, 50),
-        p95_without_embedding_ms=percentile(without, 95),
-        leg_p50_ms={name: percentile(v, 50) for name, v in legs.items()},
+        files,
+        chunks,
+        index_seconds,
+        timings,
+        peak_rss_mb(),
+        synthetic_vectors,
+        bool(model_path),
     )

@@ -12,6 +12,7 @@ from apus.cli.context import guarded
 
 if TYPE_CHECKING:
     from apus.benchmarks.embed_bench import EmbedBenchResult
+    from apus.benchmarks.search_bench import SearchBenchResult
     from apus.search.options import Mode
 
 _CORPUS = click.Path(exists=True, file_okay=False, path_type=Path)
@@ -110,13 +111,14 @@ def bench_sessions(
     "modes",
     multiple=True,
     type=click.Choice(["keyword", "vector", "hybrid"]),
-    help="Modes to time (repeatable; default keyword, plus hybrid with --model).",
+    help="Modes to time (repeatable; default keyword, plus hybrid with vectors).",
 )
 @click.option("--model", type=click.Path(exists=True, dir_okay=False), help="A .gguf for hybrid.")
 @click.option(
     "--synthetic-vectors",
     is_flag=True,
-    help="Latency only: random unit vectors in FAISS, real query embeddings (see docs).",
+    help="Latency only: random unit vectors in FAISS; query vectors from --model (embedded "
+    "before the timed searches) or random (see docs).",
 )
 @click.option("--copies", default=1, show_default=True, help="Index N copies of the corpus.")
 @click.option(
@@ -134,10 +136,13 @@ def bench_search(
     copies: int,
     index_dir: Path | None,
 ) -> None:
-    """Query latency p50/p95 over many queries sampled from the corpus."""
+    """Query latency p50/p95, wall and thread CPU, over queries sampled from the corpus:
+    Apus end to end, its keyword leg alone and SQLite FTS5 over the same chunks, interleaved."""
+
     from apus.benchmarks.search_bench import run_search_bench
 
-    chosen = modes or (("keyword", "hybrid") if model else ("keyword",))
+    vectors = bool(model) or synthetic_vectors
+    chosen = modes or (("keyword", "hybrid") if vectors else ("keyword",))
     with tempfile.TemporaryDirectory(prefix="apus-bench-") as scratch:
         r = run_search_bench(
             corpus,
@@ -148,18 +153,38 @@ def bench_search(
             synthetic_vectors=synthetic_vectors,
             copies=copies,
         )
-    note = " (synthetic vectors: latency only)" if r.synthetic_vectors else ""
-    click.echo(
-        f"index: {r.files} files, {r.chunks} chunks (built in {r.index_seconds:.1f} s){note}"
-    )
-    for f in r.figures:
-        legs = ", ".join(f"{k} p50 {v:.1f} ms" for k, v in f.leg_p50_ms.items())
-        click.echo(
-            f"{f.mode:<8} {f.queries} queries  p50 {f.p50_ms:.1f} ms  p95 {f.p95_ms:.1f} ms"
-            f"  | without query embedding p50 {f.p50_without_embedding_ms:.1f} ms"
-            f"  p95 {f.p95_without_embedding_ms:.1f} ms  ({legs})"
+    for line in search_table(r):
+        click.echo(line)
+
+
+def search_table(r: SearchBenchResult) -> list[str]:
+    """The figures of `apus bench search`: one row per system, then the ratios."""
+    note = ""
+    if r.synthetic_vectors:
+        source = "the model's" if r.embedded_queries else "random"
+        note = f" (synthetic vectors, {source} query vectors: latency only)"
+    lines = [
+        f"index: {r.files} files, {r.chunks} chunks (built in {r.index_seconds:.1f} s){note}",
+        "systems alternate query by query; ms, wall time | thread CPU time",
+    ]
+    for t in r.timings:
+        lines.append(
+            f"{t.name:<12} {t.queries} queries  wall p50 {t.wall_p50_ms:.1f} ms  "
+            f"p95 {t.wall_p95_ms:.1f} ms  | cpu p50 {t.cpu_p50_ms:.1f} ms  "
+            f"p95 {t.cpu_p95_ms:.1f} ms  ({t.label})"
         )
-    click.echo(f"peak RSS {r.peak_rss_mb:.0f} MB")
+    for name, base in (("keyword", "fts5"), ("keyword-leg", "fts5"), ("hybrid", "keyword")):
+        top, bottom = r.timing(name), r.timing(base)
+        if top is None or bottom is None or not bottom.wall_p50_ms or not bottom.cpu_p50_ms:
+            continue
+        lines.append(
+            f"{name} / {base}: p50 wall {top.wall_p50_ms / bottom.wall_p50_ms:.2f}x  "
+            f"cpu {top.cpu_p50_ms / bottom.cpu_p50_ms:.2f}x  | p95 wall "
+            f"{top.wall_p95_ms / bottom.wall_p95_ms:.2f}x  "
+            f"cpu {top.cpu_p95_ms / max(bottom.cpu_p95_ms, 1e-9):.2f}x"
+        )
+    lines.append(f"peak RSS {r.peak_rss_mb:.0f} MB (this process, indexing included)")
+    return lines
 
 
 @bench.command("embed")

@@ -63,7 +63,7 @@ from apus.search.snippet import Snippet, make_snippet
 from apus.search.vector_leg import VectorLeg
 from apus.vault.annotations import annotations_in, without_annotations
 from apus.vault.markdown import heading
-from apus.vault.text import fold, snippet_tokens
+from apus.vault.text import Token, fold, tokenize
 
 T = TypeVar("T")
 # A long note's first chunks stand for it when looking for related notes: each is one FAISS
@@ -179,6 +179,8 @@ class _RankingWork:
     chunks: dict[int, ChunkRecord] = field(default_factory=dict)
     factors: dict[int, RankFactors] = field(default_factory=dict)
     snippets: dict[int, Snippet] = field(default_factory=dict)
+    tokens: dict[int, list[Token]] = field(default_factory=dict)  # of a chunk's text
+    term_sets: dict[int, frozenset[str]] = field(default_factory=dict)  # what MMR compares
     media: dict[str, MediaFacts | None] = field(default_factory=dict)
 
     def factors_of(self, chunk: ChunkRecord) -> RankFactors:
@@ -203,9 +205,21 @@ class _RankingWork:
         snippet = self.snippets.get(chunk.id)
         if snippet is None:
             terms = frozenset(self.query.terms)
-            snippet = make_snippet(without_annotations(chunk.text), terms)
+            shown = without_annotations(chunk.text)
+            # Without annotations the snippet's text is the chunk's: MMR's tokens serve it.
+            tokens = self.tokens.get(chunk.id) if shown is chunk.text else None
+            snippet = make_snippet(shown, terms, tokens=tokens)
             self.snippets[chunk.id] = snippet
         return snippet
+
+    def term_set_of(self, chunk: ChunkRecord) -> frozenset[str]:
+        """The folded terms of a chunk's text (as `snippet_tokens`), tokenised once a search
+        and the tokens kept for its snippet."""
+        terms = self.term_sets.get(chunk.id)
+        if terms is None:
+            tokens = self.tokens[chunk.id] = list(tokenize(chunk.text))
+            terms = self.term_sets[chunk.id] = frozenset(token.term for token in tokens)
+        return terms
 
 
 @dataclass(frozen=True)
@@ -260,6 +274,7 @@ class Searcher:
         self._vectors_damaged = False
         self._names: tuple[int, dict[str, list[int]]] | None = None
         self._admitted: tuple[tuple[int, NoteFilter], Admitted] | None = None
+        self._other_sources: tuple[tuple[int, tuple[str, ...]], bool] | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
 
     def close(self) -> None:
@@ -337,7 +352,7 @@ class Searcher:
         """The notes and chunks a filter lets through (None: it lets everything through);
         kept until the store changes, so a burst of keystrokes asks SQLite once."""
         if not filters.narrows and not self._with_store(
-            lambda s: s.holds_other_sources(filters.sources), False
+            lambda s: self._holds_other_sources(s, filters.sources), False
         ):
             return None  # a default filter narrows only while transcripts are indexed too
 
@@ -351,6 +366,14 @@ class Searcher:
 
         empty = Admitted(frozenset(), np.zeros(0, dtype=np.int64))
         return self._with_store(compute, empty)
+
+    def _holds_other_sources(self, store: Store, sources: tuple[str, ...]) -> bool:
+        """Whether the store holds files of a source not in `sources`: a scan of every file,
+        so asked once per store generation (every commit that adds files bumps it)."""
+        key = (store.generation(), sources)
+        if self._other_sources is None or self._other_sources[0] != key:
+            self._other_sources = (key, store.holds_other_sources(sources))
+        return self._other_sources[1]
 
     def _response(
         self, work: _RankingWork, legs: _Legs, mode: Mode, started: float, final: bool = True
@@ -544,7 +567,7 @@ class Searcher:
         options = work.options
         chosen = self._select(self._candidates(work, legs), options)
         if options.mmr and len(chosen) > 1:
-            chosen = self._diversify(chosen, options.mmr_lambda)
+            chosen = self._diversify(work, chosen, options.mmr_lambda)
         hits = [_hit(c, work.snippet_of(c.chunk), legs.vector) for c in chosen]
         return self._with_media_facts(work, hits)
 
@@ -629,13 +652,13 @@ class Searcher:
         )
 
     @staticmethod
-    def _diversify(chosen: list[_Candidate], lam: float) -> list[_Candidate]:
+    def _diversify(work: _RankingWork, chosen: list[_Candidate], lam: float) -> list[_Candidate]:
         """MMR over body relevance; path-tier hits stay on top."""
         head = [c for c in chosen if c.tier > PathTier.NONE]
         tail = mmr_order(
             [c for c in chosen if c.tier == PathTier.NONE],
             relevance=lambda c: c.final,
-            tokens=lambda c: snippet_tokens(c.chunk.text),
+            tokens=lambda c: work.term_set_of(c.chunk),
             lam=lam,
         )
         ordered = _best_chunk_first(head + tail)

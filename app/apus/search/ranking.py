@@ -93,7 +93,9 @@ class PathTier(enum.IntEnum):
 
 def normalise_path(text: str) -> str:
     """Folded, trimmed, forward-slashed path without a leading `./`."""
-    path = fold(text).strip().replace("\\", "/")
+    # Folding plain ASCII is lowering it (no marks to drop, nothing to compose).
+    folded = text.lower() if text.isascii() else fold(text)
+    path = folded.strip().replace("\\", "/")
     while path.startswith("./"):
         path = path[2:]
     return path
@@ -137,6 +139,9 @@ class QueryPath:
         q = self.form
         if not q or not rel_path:
             return PathTier.NONE
+        if rel_path.isascii() and not self._may_name(normalise_path(rel_path)):
+            # Most candidates: the query is no part of the path, nor are its words.
+            return PathTier.NONE
         forms = _path_forms(rel_path)
         if not forms.path:
             return PathTier.NONE
@@ -149,6 +154,12 @@ class QueryPath:
         if len(q) >= _MIN_PARTIAL_LEN and self._names_part_of(forms):
             return PathTier.PARTIAL
         return PathTier.NONE
+
+    def _may_name(self, path: str) -> bool:
+        """Whether this query can tier the normalised ASCII `path` at all: every tier needs
+        the query, or each of its words, inside the path (an ASCII path's words are its
+        lowered substrings), so a path without them is NONE without being tokenised."""
+        return self.form in path or (bool(self.words) and all(word in path for word in self.words))
 
     def _names_part_of(self, forms: _PathForms) -> bool:
         """A query names part of a path when it is a run of whole path words ("homelab",

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apus.vault.text import tokenize
+from apus.vault.text import Token, tokenize
 
 SNIPPET_CHARS = 240
+# `\s` is `str.isspace` for str patterns: the runs a result line shows as one space.
+_SPACE_RUN_RE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -16,10 +20,21 @@ class Snippet:
 
 
 def make_snippet(
-    chunk_text: str, query_terms: frozenset[str], width: int = SNIPPET_CHARS
+    chunk_text: str,
+    query_terms: frozenset[str],
+    width: int = SNIPPET_CHARS,
+    *,
+    tokens: Sequence[Token] | None = None,
 ) -> Snippet:
-    """The window of `width` chars holding the most matched terms (the start when none)."""
-    matches = [t for t in tokenize(chunk_text) if t.term in query_terms]
+    """The window of `width` chars holding the most matched terms (the start when none).
+
+    `tokens`: `chunk_text` already tokenised (a search shares one tokenisation of a chunk
+    between its snippet and MMR)."""
+    if not query_terms:
+        matches: list[Token] = []
+    else:
+        every = tokenize(chunk_text) if tokens is None else tokens
+        matches = [t for t in every if t.term in query_terms]
     if matches:
         best_start, best_count = matches[0].start, 0
         right = 0
@@ -66,21 +81,9 @@ def _collapse_whitespace(
     text: str, spans: tuple[tuple[int, int], ...]
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
     """One line of text for a result list; highlight offsets follow the collapsing."""
-    out: list[str] = []
-    mapping: list[int] = []
-    previous_space = False
-    for char in text:
-        mapping.append(len(out))
-        if char.isspace():
-            if not previous_space:
-                out.append(" ")
-            previous_space = True
-        else:
-            out.append(char)
-            previous_space = False
-    mapping.append(len(out))
-    moved = tuple((mapping[s], mapping[e]) for s, e in spans)
-    collapsed = "".join(out)
+    runs = [match.span() for match in _SPACE_RUN_RE.finditer(text)]
+    collapsed = _SPACE_RUN_RE.sub(" ", text)
+    moved = tuple((_collapsed_offset(runs, s), _collapsed_offset(runs, e)) for s, e in spans)
     stripped = collapsed.lstrip()
     offset = len(collapsed) - len(stripped)
     stripped = stripped.rstrip()
@@ -88,3 +91,16 @@ def _collapse_whitespace(
         (max(0, s - offset), min(len(stripped), e - offset)) for s, e in moved if e - offset > 0
     )
     return stripped, moved
+
+
+def _collapsed_offset(runs: list[tuple[int, int]], index: int) -> int:
+    """Where offset `index` of a text lands once each whitespace run in `runs` is one space
+    (an offset inside a run lands just after its space)."""
+    removed = 0
+    for start, end in runs:
+        if index <= start:
+            break
+        if index < end:
+            return index - removed - (index - start - 1)
+        removed += end - start - 1
+    return index - removed

@@ -40,6 +40,8 @@ from apus.search.vector_leg import VectorAvailability
 if TYPE_CHECKING:
     import faiss
 
+    from apus.memory import Memory
+
 # What the FTS5 reference shows per query, as a search list does: the top of its ranking,
 # and snippets of the first ten.
 _SHOWN = 10
@@ -287,6 +289,62 @@ class _System:
         )
 
 
+def _vector_leg_timing(walls: list[float], cpus: list[float]) -> Timing:
+    return Timing(
+        "vector-leg",
+        "vector leg alone (FAISS, its own clock)",
+        len(walls),
+        percentile(walls, 50),
+        percentile(walls, 95),
+        percentile(cpus, 50),
+        percentile(cpus, 95),
+    )
+
+
+def _vector_systems(
+    modes: tuple[Mode, ...],
+    memory: Memory,
+    searcher: Searcher | None,
+    leg: _PrecomputedVectorLeg | None,
+) -> list[_System]:
+    """The hybrid and vector systems asked for: with synthetic vectors a Searcher whose
+    query vectors are made beforehand, else the session (query embedding included)."""
+    systems: list[_System] = []
+    vector_modes: tuple[Mode, ...] = ("hybrid", "vector")
+    for mode in vector_modes:
+        if mode not in modes:
+            continue
+        mode_options = SearchOptions(mode=mode)
+        if searcher is not None and leg is not None:
+            label = f"Searcher {mode}, no query embedding"
+            timed = _held_to(searcher.search, mode_options)
+            systems.append(_System(mode, label, timed, lambda: leg.last_cpu_ms))
+        else:
+            label = f"Memory.search {mode}, query embedding included"
+            systems.append(_System(mode, label, _held_to(memory.search, mode_options)))
+    return systems
+
+
+def _interleaved(
+    systems: list[_System], texts: list[str], leg: _PrecomputedVectorLeg | None
+) -> tuple[list[float], list[float]]:
+    """Time every system on every query, the order rotating query by query (so load and
+    caches fall on all alike); returns the vector leg's own wall and CPU times."""
+    vector_walls: list[float] = []
+    vector_cpus: list[float] = []
+    for text in texts[:10]:  # warm caches and the server
+        for system in systems:
+            system.run(text)
+    for number, text in enumerate(texts):
+        turn = number % len(systems)
+        for system in systems[turn:] + systems[:turn]:
+            system.time(text)
+            if system.name == "hybrid" and leg is not None:
+                vector_walls.append(leg.last_wall_ms)
+                vector_cpus.append(leg.last_cpu_ms)
+    return vector_walls, vector_cpus
+
+
 def run_search_bench(
     corpus: Path,
     index_dir: Path,
@@ -342,41 +400,11 @@ def run_search_bench(
         ),
     ]
     if "keyword" in modes:
-        options = SearchOptions(mode="keyword")
-        systems.append(
-            _System("keyword", "Memory.search keyword", lambda t: memory.search(t, options))
-        )
-    vector_modes: tuple[Mode, ...] = ("hybrid", "vector")
-    for mode in vector_modes:
-        if mode not in modes:
-            continue
-        mode_options = SearchOptions(mode=mode)
-        if searcher is not None and leg is not None:
-            label = f"Searcher {mode}, no query embedding"
-            systems.append(
-                _System(
-                    mode,
-                    label,
-                    _held_to(searcher.search, mode_options),
-                    lambda: leg.last_cpu_ms,
-                )
-            )
-        else:
-            label = f"Memory.search {mode}, query embedding included"
-            systems.append(_System(mode, label, _held_to(memory.search, mode_options)))
-    vector_walls: list[float] = []
-    vector_cpus: list[float] = []
+        keyword_only = _held_to(memory.search, SearchOptions(mode="keyword"))
+        systems.append(_System("keyword", "Memory.search keyword", keyword_only))
+    systems += _vector_systems(modes, memory, searcher, leg)
     try:
-        for text in texts[:10]:  # warm caches and the server
-            for system in systems:
-                system.run(text)
-        for number, text in enumerate(texts):
-            turn = number % len(systems)
-            for system in systems[turn:] + systems[:turn]:
-                system.time(text)
-                if system.name == "hybrid" and leg is not None:
-                    vector_walls.append(leg.last_wall_ms)
-                    vector_cpus.append(leg.last_cpu_ms)
+        vector_walls, vector_cpus = _interleaved(systems, texts, leg)
     finally:
         if searcher is not None:
             searcher.close()
@@ -385,17 +413,7 @@ def run_search_bench(
         memory.close()
     timings = [system.figures() for system in systems]
     if vector_walls:
-        timings.append(
-            Timing(
-                "vector-leg",
-                "vector leg alone (FAISS, its own clock)",
-                len(vector_walls),
-                percentile(vector_walls, 50),
-                percentile(vector_walls, 95),
-                percentile(vector_cpus, 50),
-                percentile(vector_cpus, 95),
-            )
-        )
+        timings.append(_vector_leg_timing(vector_walls, vector_cpus))
     if leg_embedding is not None:
         timings.append(leg_embedding)
     return SearchBenchResult(

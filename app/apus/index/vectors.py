@@ -207,6 +207,8 @@ class VectorIndex:
     def ids(self, identity_key: str) -> frozenset[int]:
         """The chunk ids the file holds vectors of (none when it cannot be served): while
         vectors are being built, the chunks a search by meaning can know about."""
+        import faiss  # loaded only where vectors are read (a keyword search never needs it)
+
         with self._lock:
             loaded = self._current(identity_key)
             if loaded.index is None:

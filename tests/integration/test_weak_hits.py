@@ -47,8 +47,8 @@ def test_the_shipped_threshold_is_read_from_the_model_family() -> None:
     gemma = weak_threshold("embeddinggemma@1", "embeddinggemma-300m-qat-Q8_0.gguf")
     assert minilm == 0.20
     assert weak_threshold("none", "all-minilm-l6-v2-tiny.gguf") == minilm  # any file of it
-    # EmbeddingGemma is not measured yet: it flags nothing.
-    assert gemma is None
+    assert gemma == 0.37  # the family's, whatever the file or quantisation
+    assert weak_threshold("embeddinggemma", "embeddinggemma-300m-Q4_0.gguf") == gemma
     # Unmeasured: another model without a family, MiniLM under a forced prefix scheme.
     assert weak_threshold("none@1", "bge-small-en-v1.5.gguf") is None
     assert weak_threshold("e5@1", "all-MiniLM-L6-v2-Q8_0.gguf") is None

@@ -17,6 +17,7 @@ import pytest
 from apus.config import Settings, load_settings
 from apus.index.status import EmbeddingsState
 from apus.index.store import Store
+from apus.indexing.request import SyncRequest
 from apus.indexing.sync import SyncReport
 from apus.memory import Memory
 from apus.search.engine import SearchHit, SearchOptions, SearchResponse
@@ -86,10 +87,10 @@ def make_settings(vault: Path, env: Mapping[str, str] | None = None, **flags: An
     return load_settings(environ=environ, overrides=overrides)
 
 
-def sync(settings: Settings, **kwargs: Any) -> SyncReport:
+def sync(settings: Settings, request: SyncRequest | None = None, **kwargs: Any) -> SyncReport:
     """One sync with the settings' own provider, as `apus memory index` runs it."""
     with Memory(settings=settings) as memory:
-        return memory.sync(**kwargs)
+        return memory.sync(request, **kwargs)
 
 
 def search_response(settings: Settings, query: str, **options: Any) -> SearchResponse:

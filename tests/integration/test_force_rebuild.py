@@ -24,6 +24,7 @@ from apus.config import Settings
 from apus.embed.providers import resolve_provider
 from apus.index.keyword import KeywordIndex
 from apus.index.store import Store
+from apus.indexing.request import SyncRequest
 from apus.indexing.shadow import shadow_dir
 from apus.memory import Memory
 from apus.search.engine import Searcher, SearchOptions
@@ -227,7 +228,9 @@ def test_force_embeds_only_new_text_and_open_readers_follow_the_swap(
         assert reader.search("marker007", hybrid).legs["vector"].ran
         _rewrite_unnoticed(vault / "notes/n007.md", "marker007", "kittiwake")
 
-        forced = sync(model_settings, force=True)  # another session, as another process would
+        forced = sync(
+            model_settings, SyncRequest(force=True)
+        )  # another session, as another process would
 
         # Only the one new text went to the model; every other vector came from the cache.
         assert forced.embedding.state == "done"

@@ -22,6 +22,7 @@ from apus.index.keyword import STAMP_FILE, KeywordIndex
 from apus.index.status import IndexStatus, collect_status
 from apus.indexing.lock import WriterLock
 from apus.indexing.progress import SyncProgress
+from apus.indexing.request import SyncRequest
 from apus.search.engine import Searcher
 from support.holds import Hold
 
@@ -172,7 +173,7 @@ def test_force_rebuilds_everything(tmp_path: Path) -> None:
     beta_before = chunk_ids_of(settings, "beta.md")
     write_note(vault, "beta.md", "# Beta\n\nA note about the bittern, now with a new line.\n")
 
-    forced = sync(settings, force=True)
+    forced = sync(settings, SyncRequest(force=True))
     assert forced.changed == 3
     assert forced.keyword_rebuilt is True
     assert generation(settings) > generation_before
@@ -201,7 +202,7 @@ def test_open_searcher_follows_later_syncs(tmp_path: Path) -> None:
         sync(settings)
         assert paths("albatross") == []
         assert paths("avocet") == ["alpha.md"]
-        sync(settings, force=True)  # the whole keyword folder is swapped under it
+        sync(settings, SyncRequest(force=True))  # the whole keyword folder is swapped under it
         assert paths("avocet") == ["alpha.md"]
         assert paths("cormorant") == ["sub/gamma.md"]
     finally:

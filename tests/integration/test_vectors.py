@@ -15,6 +15,7 @@ from apus.embed.providers import resolve_provider
 from apus.index.identity import stored_identity
 from apus.index.store import Store
 from apus.indexing.progress import SyncProgress
+from apus.indexing.request import SyncRequest
 from apus.memory import Memory
 from apus.memory.session import MemoryEvent
 from apus.memory.sync_queue import SyncFinished, SyncStarted
@@ -82,7 +83,7 @@ def test_index_and_hybrid_search_with_the_managed_server(
     again = sync(settings)
     assert again.embedded == 0
     # --reembed ignores the cache: every chunk goes to the model again, and search still works.
-    forced = sync(settings, reembed=True)
+    forced = sync(settings, SyncRequest(reembed=True))
     assert forced.embedded == report.chunks
     assert embeddings(settings).vectors == report.chunks
 
@@ -231,7 +232,7 @@ def test_model_change_pauses_vectors_and_force_rebuilds(
     report = sync(second)  # without --force nothing is re-embedded
     assert report.embedded == 0
     assert report.embedding.state == "paused" and "paused" in report.embedding.message()
-    forced = sync(second, force=True)
+    forced = sync(second, SyncRequest(force=True))
     assert forced.embedded == forced.chunks
     assert embeddings(second).state == "ready"
     with Memory(settings=second) as memory:

@@ -20,6 +20,7 @@ from typing import Any
 
 from apus.config import load_settings
 from apus.indexing.progress import SyncProgress
+from apus.indexing.request import SyncRequest
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ class _Pipeline:
                 embed_started.append(time.perf_counter())
 
         started = time.perf_counter()
-        report = self.memory.sync(reembed=reembed, progress=watch)
+        report = self.memory.sync(SyncRequest(reembed=reembed), progress=watch)
         ended = time.perf_counter()
         if not report.embedding.ok:
             raise RuntimeError(report.embedding.message())

@@ -67,6 +67,7 @@ def index(force: bool, reembed: bool, as_json: bool, detached: bool) -> None:
     the agent server; this command tries it again.
     """
     from apus.cli.progress import SyncProgressBar
+    from apus.indexing.request import SyncRequest
 
     cancel = threading.Event()
     previous = signal.getsignal(signal.SIGINT)
@@ -81,7 +82,7 @@ def index(force: bool, reembed: bool, as_json: bool, detached: bool) -> None:
         with _open() as session, SyncProgressBar(enabled=not as_json) as bar:
             if not detached:
                 session.retry_provider()
-            report = session.sync(force=force, reembed=reembed, cancel=cancel, progress=bar.update)
+            report = session.sync(SyncRequest(force, reembed), cancel=cancel, progress=bar.update)
             settings = session.settings
     finally:
         signal.signal(signal.SIGINT, previous)

@@ -35,6 +35,7 @@ from apus.index.triggers import TRUSTED_FILES, trigger_text, triggers_of, truste
 from apus.index.vectors import cache_key
 from apus.indexing.media import embed_media_chunks, split_media
 from apus.indexing.progress import Eta, ProgressCallback, SyncProgress
+from apus.indexing.request import SyncRequest
 from apus.indexing.vectors import VectorAppender, VectorWriter
 from apus.vault.dates import date_from_path
 
@@ -65,17 +66,11 @@ class EmbedOutcome:
         return "" if self.problem is None else self.problem.message()
 
 
-@dataclass(frozen=True)
-class EmbedRequest:
-    force: bool = False  # a forced rebuild may replace vectors of another identity
-    reembed: bool = False  # drop this identity's cached vectors first: embed everything again
-
-
 def run_embedding(
     store: Store,
     index_dir: Path,
     provider: ProviderResolution,
-    request: EmbedRequest,
+    request: SyncRequest,
     *,
     cancel: threading.Event | None,
     emit: ProgressCallback,

@@ -44,12 +44,13 @@ from apus.index.store import (
     SetAside,
     Store,
 )
-from apus.indexing.embedding import EmbedOutcome, EmbedRequest, run_embedding
+from apus.indexing.embedding import EmbedOutcome, run_embedding
 from apus.indexing.holds import hold_point, hold_progress
 from apus.indexing.lock import WriterLock
 from apus.indexing.media import admit_media, media_new_file, read_media
 from apus.indexing.progress import Eta, ProgressCallback, SyncProgress, ignore_progress
 from apus.indexing.reading_progress import ReadingProgressFile
+from apus.indexing.request import SyncRequest
 from apus.indexing.shadow import discard_leftover, open_shadow, shadow_dir, swap_in
 from apus.indexing.transcripts import TranscriptReport, sync_transcripts
 from apus.vault.chunk import CHUNKING_VERSION, Chunk, iter_chunks
@@ -439,17 +440,19 @@ class Indexer:
 
     def sync(
         self,
+        request: SyncRequest | None = None,
         *,
-        force: bool = False,
-        reembed: bool = False,
         cancel: threading.Event | None = None,
         progress: ProgressCallback | None = None,
     ) -> SyncReport:
         """Bring the index up to date, embeddings included when the provider can embed.
 
-        `force` re-reads every file and rebuilds the keyword index (and may replace vectors of
-        another model); `reembed` embeds every chunk again instead of reusing cached vectors.
+        `request.force` re-reads every file and rebuilds the keyword index (and may replace
+        vectors of another model); `request.reembed` embeds every chunk again instead of
+        reusing cached vectors.
         """
+        request = request or SyncRequest()
+        force = request.force
         self._check_vault()
         started = time.monotonic()
         report = SyncReport()
@@ -468,9 +471,9 @@ class Indexer:
             try:
                 discard_leftover(self.index_dir, store)  # a forced rebuild that died
                 if force:
-                    self._rebuild_beside(store, report, reembed, cancel, emit)
+                    self._rebuild_beside(store, report, request, cancel, emit)
                 else:
-                    self._update_in_place(store, report, reembed, cancel, emit)
+                    self._update_in_place(store, report, request, cancel, emit)
             finally:
                 store.close()
                 reading.clear()
@@ -482,7 +485,7 @@ class Indexer:
         self,
         store: Store,
         report: SyncReport,
-        reembed: bool,
+        request: SyncRequest,
         cancel: threading.Event | None,
         emit: ProgressCallback,
     ) -> None:
@@ -494,7 +497,7 @@ class Indexer:
                 store,
                 self.index_dir,
                 self.provider,
-                EmbedRequest(reembed=reembed),
+                request,
                 cancel=cancel,
                 emit=emit,
             )
@@ -508,7 +511,7 @@ class Indexer:
         self,
         live: Store,
         report: SyncReport,
-        reembed: bool,
+        request: SyncRequest,
         cancel: threading.Event | None,
         emit: ProgressCallback,
     ) -> None:
@@ -527,7 +530,7 @@ class Indexer:
                 shadow,
                 folder,
                 self.provider,
-                EmbedRequest(force=True, reembed=reembed),
+                request,
                 cancel=cancel,
                 emit=emit,
             )

@@ -29,6 +29,7 @@ from apus.index.store import Store
 from apus.indexing.lock import writer_elsewhere
 from apus.indexing.progress import ProgressCallback, SyncProgress, ignore_progress
 from apus.indexing.reading_progress import reading_progress
+from apus.indexing.request import SyncRequest
 from apus.memory.detached import start_detached_index
 from apus.memory.embeddings import embeddings_state
 from apus.memory.note_reader import (
@@ -38,7 +39,7 @@ from apus.memory.note_reader import (
     read_address,
     resolve_indexed_note,
 )
-from apus.memory.sync_queue import Backoff, SyncEvent, SyncQueue, SyncRequest
+from apus.memory.sync_queue import Backoff, SyncEvent, SyncQueue
 from apus.memory.transcript_reader import (
     DEFAULT_HISTORY,
     ConversationWindow,
@@ -293,9 +294,8 @@ class Memory:
 
     def sync(
         self,
+        request: SyncRequest | None = None,
         *,
-        force: bool = False,
-        reembed: bool = False,
         cancel: threading.Event | None = None,
         progress: ProgressCallback | None = None,
     ) -> SyncReport:
@@ -307,9 +307,7 @@ class Memory:
             emit(event)
 
         try:
-            report = self.indexer().sync(
-                force=force, reembed=reembed, cancel=cancel, progress=watched
-            )
+            report = self.indexer().sync(request, cancel=cancel, progress=watched)
         except IndexBusyError:
             raise  # another process is syncing: its outcome is the one to record
         except Exception as exc:
@@ -350,10 +348,10 @@ class Memory:
             )
             self._watcher.start()
 
-    def request_sync(self, *, force: bool = False, reembed: bool = False) -> None:
+    def request_sync(self, request: SyncRequest | None = None) -> None:
         """A sync soon: in the background queue when live, else in a detached process."""
         if self._syncs is not None:
-            self._syncs.request(SyncRequest(force, reembed))
+            self._syncs.request(request or SyncRequest())
         elif self.source is not None:
             start_detached_index(self.source, self.settings)
 
@@ -467,9 +465,7 @@ class Memory:
     def _run_queued(
         self, request: SyncRequest, cancel: threading.Event, progress: ProgressCallback
     ) -> SyncReport:
-        return self.sync(
-            force=request.force, reembed=request.reembed, cancel=cancel, progress=progress
-        )
+        return self.sync(request, cancel=cancel, progress=progress)
 
     def _tell(self, event: MemoryEvent) -> None:
         for listener in list(self._listeners):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from apus.errors import IndexBusyError
 from apus.indexing.progress import ProgressCallback, SyncProgress
+from apus.indexing.request import SyncRequest
 
 if TYPE_CHECKING:
     # Only named: a search process never imports the index's writers.
@@ -39,17 +40,6 @@ class Backoff:
     def delay(self, failures: int) -> float:
         """Seconds to wait after `failures` failed syncs in a row (1 or more)."""
         return min(self.first * 2.0 ** min(failures - 1, 30), self.longest)
-
-
-@dataclass(frozen=True)
-class SyncRequest:
-    force: bool = False  # re-read every file, rebuild the keyword index
-    reembed: bool = False  # embed every chunk again
-
-    def merged(self, other: SyncRequest | None) -> SyncRequest:
-        if other is None:
-            return self
-        return SyncRequest(self.force or other.force, self.reembed or other.reembed)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from apus.config import Settings, SettingsSource, update_config_file
 from apus.first_run import SetupChoices, detect_hardware
 from apus.index.status import IndexStatus
+from apus.indexing.request import SyncRequest
 from apus.indexing.sync import SyncReport
 from apus.memory import Memory
 from apus.search.engine import LegReport
@@ -446,14 +447,14 @@ class ApusApp(NotifiesWorkerErrors, App[None]):
         self.notify("Looking for changed notes…", timeout=2)
 
     def action_rebuild_index(self) -> None:
-        self.live.request_sync(force=True)
+        self.live.request_sync(SyncRequest(force=True))
         self.notify("Rebuilding the index; keyword search keeps working meanwhile.", timeout=4)
 
     def action_reembed(self) -> None:
         if self.live.syncing:
             self.notify("The index is being updated; re-embed when it has finished.")
             return
-        self.live.request_sync(reembed=True)
+        self.live.request_sync(SyncRequest(reembed=True))
         self.notify(
             "Rebuilding vectors for the current model; keyword search keeps working.", timeout=4
         )

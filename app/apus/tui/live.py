@@ -21,6 +21,7 @@ from textual.worker_manager import WorkerManager
 
 from apus.config import Settings, SettingsSource
 from apus.index.status import EmbeddingsState, IndexStatus
+from apus.indexing.request import SyncRequest
 from apus.indexing.sync import SyncReport
 from apus.memory import Memory
 from apus.memory.session import MemoryEvent, WatchStopped
@@ -170,14 +171,15 @@ class LiveMemory:
 
     # -- syncing -----------------------------------------------------------------------------
 
-    def request_sync(self, *, force: bool = False, reembed: bool = False) -> None:
+    def request_sync(self, request: SyncRequest | None = None) -> None:
         if self.memory is None:
             return
         queue = self.memory.syncs
+        reembed = request is not None and request.reembed
         if queue is not None and queue.idle:
             label = "Re-embedding every passage" if reembed else "Checking for changes"
             self.app.background = BackgroundWork(label, "embed" if reembed else "scan")
-        self.memory.request_sync(force=force, reembed=reembed)
+        self.memory.request_sync(request)
 
     @property
     def syncing(self) -> bool:

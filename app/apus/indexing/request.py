@@ -1,0 +1,19 @@
+"""What one sync is asked to do: the one spelling every face, the queue and the steps share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SyncRequest:
+    # Re-read every file and build a whole new index beside the live one (the embedding step
+    # may then replace vectors of another model).
+    force: bool = False
+    reembed: bool = False  # drop this identity's cached vectors first: embed everything again
+
+    def merged(self, other: SyncRequest | None) -> SyncRequest:
+        """One sync that does what both ask (the queue coalesces requests)."""
+        if other is None:
+            return self
+        return SyncRequest(self.force or other.force, self.reembed or other.reembed)

@@ -7,7 +7,6 @@ another process sees there is what a user sees on any machine, however fast or l
 
 from __future__ import annotations
 
-import signal
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -107,15 +106,7 @@ def test_a_killed_first_index_is_not_reported_as_still_running(tmp_path: Path) -
     vault = _vault(tmp_path / "vault")
     index_dir = make_settings(vault).index_dir()
     hold = Hold(tmp_path / "hold")
-    proc = _start_index(vault, hold, "index:500")
-    try:
-        hold.wait_held(proc=proc)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    hold.kill_held(_start_index(vault, hold, "index:500"))
     assert (index_dir / FILE_NAME).exists()  # left behind by the killed process
     found = run_json("--vault", vault, "memory", "search", "--json", "--mode", "keyword", "wren")
     assert found["results"] and "indexing" not in found

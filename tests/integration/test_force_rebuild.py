@@ -12,7 +12,6 @@ it there, so what it shows does not depend on how fast the machine runs the rebu
 from __future__ import annotations
 
 import os
-import signal
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -150,19 +149,6 @@ def _count(db: Path, table: str) -> int:
         return 0
 
 
-def _kill_held(proc: subprocess.Popen[str], hold: Hold) -> None:
-    """SIGKILL the process where it is held; fail if it ended before it got there."""
-    try:
-        hold.wait_held(proc=proc)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the rebuild ended before it could be killed"
-
-
 @pytest.mark.slow
 def test_a_forced_rebuild_killed_half_way_leaves_the_old_index_serving(tmp_path: Path) -> None:
     vault = _numbered_vault(tmp_path / "vault", COUNT)
@@ -178,7 +164,7 @@ def test_a_forced_rebuild_killed_half_way_leaves_the_old_index_serving(tmp_path:
     # clean up at all.
     hold = Hold(tmp_path / "hold")
     proc = _start_forced_index(vault, cli_env(**hold.env("index:500")))
-    _kill_held(proc, hold)
+    hold.kill_held(proc)
     assert _count(shadow_db, "files") == 500
 
     assert shadow_dir(index_dir).is_dir()  # left behind, for the next run to remove
@@ -259,7 +245,7 @@ def test_embeddings_of_a_killed_forced_rebuild_are_kept(
     # the new texts, and before it embeds a third.
     hold = Hold(tmp_path / "hold")
     proc = _start_forced_index(vault, {**os.environ, **hold.env("embed:32")})
-    _kill_held(proc, hold)
+    hold.kill_held(proc)
     salvaged = _count(shadow_db, "embedding_cache") - live_cache
     assert salvaged == 32
 

@@ -7,6 +7,7 @@ that point on any machine, however loaded or fast it is.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -69,6 +70,18 @@ class Hold:
             if time.monotonic() > deadline:
                 raise AssertionError(f"no sync was held after point {after} in {PATIENCE_S}s")
             time.sleep(0.005)
+
+    def kill_held(self, proc: subprocess.Popen[Any]) -> None:
+        """SIGKILL `proc` where its sync is held; fail if it ended before it got there."""
+        try:
+            self.wait_held(proc=proc)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == -signal.SIGKILL, "the sync ended before it could be killed"
 
     def release(self, through: int = RELEASE_ALL) -> None:
         """Let the sync go on past every point up to `through` (default: all of them)."""

@@ -63,9 +63,7 @@ def _cli_answer(vault: Path, env: dict[str, str], query: str) -> dict[str, Any]:
     }
 
 
-async def watch(
-    vault: Path, env: dict[str, str], query: str, marks: list[float]
-) -> None:
+async def watch(vault: Path, env: dict[str, str], query: str, marks: list[float]) -> None:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "apus", "--vault", str(vault), "mcp"], env=env
     )

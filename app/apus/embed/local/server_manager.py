@@ -524,8 +524,15 @@ class ManagedServer:
             ) from exc
 
     def _process_alive(self, state: ServerState) -> bool:
-        if self._process is not None and self._process.pid == state.pid:
-            code = self._process.poll()
+        process = self._process
+        if process is not None and process.pid == state.pid:
+            code = process.poll()
+            if code is None and not procs.pid_alive(state.pid):
+                # Killed: its main thread is already a zombie while the kernel still ends the
+                # others (llama.cpp's, uvicorn's), and until then waitpid reports nothing. It
+                # is gone for every other process (`pid_alive`) and must be for this one too,
+                # with the exit status that names the crash: wait the moment it takes.
+                code = process.wait()
             if code is None:
                 return True
             self._reaped = (state.pid, code)

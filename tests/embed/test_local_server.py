@@ -19,10 +19,12 @@ import pytest
 from apus.config import LocalSettings, SearchSettings
 from apus.embed.base import EmbeddingUnavailable
 from apus.embed.local.embedder import LocalEmbedder
+from apus.embed.local.offload import Offload, offload_from_log
 from apus.embed.local.procs import pid_alive
 from apus.embed.local.server_manager import ManagedServer, ServerSpec
 from apus.embed.providers import create_embedder
 from support.llama_build import backend_libraries, build_offloads
+from support.tiny_gguf import LAYERS
 
 SpecFactory = Callable[..., ServerSpec]
 
@@ -74,10 +76,19 @@ def test_local_embedder_serves_the_model_through_the_managed_server(tiny_model: 
 
         described = embedder.describe()
         assert described["state"] == "running"
-        # All layers on the GPU when the build has a GPU backend (gpuLayers -1), else CPU.
+        # All layers on the GPU when the build has a GPU backend (gpuLayers -1), else CPU:
+        # the layers are those llama.cpp said it offloaded, of the model's blocks + output.
         offloads = build_offloads()
-        assert (described["device"], described["gpu_layers"]) == (
-            ("gpu", -1) if offloads else ("cpu", 0)
+        assert (
+            described["device"],
+            described["gpu_layers"],
+            described["gpu_offload"],
+            described["offloaded_layers"],
+            described["model_layers"],
+        ) == (
+            ("gpu", -1, True, LAYERS + 1, LAYERS + 1)
+            if offloads
+            else ("cpu", 0, False, 0, LAYERS + 1)
         ), backend_libraries()
         assert described["endpoint"].startswith("http://127.0.0.1:")
         assert pid_alive(described["pid"])
@@ -94,10 +105,43 @@ def test_gpu_layers_0_runs_the_model_on_the_cpu(tiny_model: Path) -> None:
     try:
         assert embedder.embed(["the cat sat"], kind="query").shape == (1, 32)
         described = embedder.describe()
-        assert (described["device"], described["gpu_layers"]) == ("cpu", 0)
+        # A GPU build is still one (gpu_offload), and llama.cpp offloaded nothing.
+        assert (
+            described["device"],
+            described["gpu_layers"],
+            described["gpu_offload"],
+            described["offloaded_layers"],
+        ) == ("cpu", 0, build_offloads(), 0), backend_libraries()
+        log = Path(described["log"]).read_text(encoding="utf-8")
+        if build_offloads():  # llama.cpp's own report, where the build has one to give
+            assert f"offloaded 0/{LAYERS + 1} layers to GPU" in log
+        else:
+            assert "layers to GPU" not in log
     finally:
         embedder.close()
     assert wait_for_exit(described["pid"])
+
+
+def test_the_layers_llama_cpp_offloaded_are_read_from_its_load_report() -> None:
+    # The line as llama.cpp's load_tensors prints it (llama-model.cpp), among its neighbours.
+    log = textwrap.dedent("""\
+        load_tensors: offloading output layer to GPU
+        load_tensors: offloading 24 repeating layers to GPU
+        load_tensors: offloaded 25/25 layers to GPU
+        load_tensors:        CUDA0 model buffer size =   225.44 MiB
+    """)
+    assert offload_from_log(log, supported=True, model_layers=25) == Offload(True, 25, 25)
+    assert Offload(True, 25, 25).describe() == "25/25 layers offloaded"
+    assert Offload(True, 25, 25).device == "gpu"
+    partial = offload_from_log(
+        "load_tensors: offloaded 0/25 layers to GPU\n", supported=True, model_layers=25
+    )
+    assert (partial.device, partial.describe()) == ("cpu", "no layer offloaded")
+    cpu_only = offload_from_log(
+        "load_tensors: CPU model buffer size\n", supported=False, model_layers=3
+    )
+    assert cpu_only == Offload(False, 0, 3)
+    assert cpu_only.describe() == "no GPU offload in this llama.cpp build"
 
 
 def test_two_handles_share_one_process_via_a_private_state_file(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from apus.index.store import Store
 from integration.helpers import make_settings, run_apus, write_note
 from support.llama_build import backend_libraries, build_offloads, cpu_features, cpu_has
+from support.tiny_gguf import LAYERS
 
 BIRDS = ("heron", "egret", "ibis", "stork", "crane", "bittern", "plover", "curlew", "dunlin")
 
@@ -65,8 +67,14 @@ def test_doctor_with_the_tiny_model_measures_a_real_embedding(
     embedding = checks["embedding"]
     assert embedding["ok"], embedding
     offloads = build_offloads()  # from the build's libraries, not the call the code makes
-    assert (embedding["device"], embedding["gpu_offload"], embedding["gpu_layers"]) == (
-        ("gpu", True, -1) if offloads else ("cpu", False, 0)
+    assert (
+        embedding["device"],
+        embedding["gpu_offload"],
+        embedding["gpu_layers"],
+        embedding["offloaded_layers"],
+        embedding["model_layers"],
+    ) == (
+        ("gpu", True, -1, LAYERS + 1, LAYERS + 1) if offloads else ("cpu", False, 0, 0, LAYERS + 1)
     ), backend_libraries()
     assert embedding["tokens_per_second"] > 0
     # llama.cpp's own line names the instruction sets its CPU backend was built for: each
@@ -85,7 +93,13 @@ def test_doctor_with_the_tiny_model_measures_a_real_embedding(
         ["ok", "sync"],
         ["ok", "embedding"],
     ]
-    assert "tokens/s" in human
+    # The device and what llama.cpp did with the layers, beside the speed.
+    where = (
+        f"on gpu ({LAYERS + 1}/{LAYERS + 1} layers offloaded)"
+        if offloads
+        else ("on cpu (no GPU offload in this llama.cpp build)")
+    )
+    assert re.search(rf"{re.escape(where)}: [\d,]+ tokens/s", human), human
 
     # A vector file that went missing is found, with the command that rebuilds it.
     (make_settings(vault).index_dir() / "vectors.faiss").unlink()

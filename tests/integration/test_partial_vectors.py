@@ -79,6 +79,8 @@ def test_a_first_embedding_serves_what_is_embedded_in_priority_order(
         )  # fmt: skip
         paths = {hit["path"] for hit in found["results"]}
         assert "MEMORY.md" in paths and paths <= set(FIRST_BATCH)
+        # Each hit says it came from a partial vector set.
+        assert all(hit["partial_vectors"] is True for hit in found["results"])
         assert found["legs"]["vector"]["ran"]
         assert found["coverage"] == round(EMBED_BATCH_CHUNKS / total, 4)
         assert found["legs"]["vector"]["coverage"] == pytest.approx(EMBED_BATCH_CHUNKS / total)
@@ -91,11 +93,15 @@ def test_a_first_embedding_serves_what_is_embedded_in_priority_order(
         assert best["path"] == "archive/a07.md"
         assert best["explain"]["vector_raw"] is None
         assert best["explain"]["merged"] == pytest.approx(best["explain"]["text_norm"]) == 1.0
+        assert "partial_vectors" not in best  # found by its words only
         # Text mode says it on stderr; status says it too, as a first build ("embedding").
         text = run_apus("memory", "search", "zebra07", env=dict(os.environ))
         assert f"meaning search covers {100 * EMBED_BATCH_CHUNKS // total}% of passages" in (
             text.stderr
         )
+        assert "archive/a07.md" in text.stdout and "(partial vectors)" not in text.stdout
+        meaning = run_apus("memory", "search", "--mode", "vector", "deploy", env=dict(os.environ))
+        assert meaning.stdout.count("(partial vectors)") == meaning.stdout.count("[vector]") > 0
         status = run_json("memory", "status", "--json", env=dict(os.environ))
         embeddings = status["embeddings"]
         assert embeddings["state"] == "embedding"
@@ -110,6 +116,8 @@ def test_a_first_embedding_serves_what_is_embedded_in_priority_order(
         assert after.coverage is None and after.legs["vector"].ran
         assert {hit.path for hit in after.hits} >= set(UNDATED)
         assert memory.status().embeddings.state == "ready"
+    whole = run_json("memory", "search", "--json", "--mode", "vector", "x", env=dict(os.environ))
+    assert whole["results"] and not any("partial_vectors" in hit for hit in whole["results"])
 
 
 def test_a_killed_first_embedding_resumes_in_priority_order(

@@ -38,6 +38,11 @@ class Passage(_Answer):
         description="true when only meaning matched, and no closer than passages of notes "
         "that cannot answer the query: likely not an answer",
     )
+    partialVectors: bool | None = Field(
+        None,
+        description="true when search by meaning found it while only part of the passages "
+        "had vectors (see the answer's coverage): a closer passage may not be embedded yet",
+    )
 
 
 class Fallback(_Answer):

@@ -26,14 +26,13 @@ def structured(answer: SearchAnswer) -> dict[str, Any]:
 
 
 def render_text(answer: SearchAnswer) -> str:
-    """Header, one `citation  score  snippet` line per passage (a weak one ends `(weak)`),
-    then notices and what did not run."""
+    """Header, one `citation  score  snippet` line per passage (a weak one ends `(weak)`,
+    one found among partial vectors `(partial vectors)`), then notices and what did not run."""
     if answer.unavailable:
         return f"Search is unavailable: {answer.error} Fix: {answer.action}"
     lines = [_header(answer)]
     lines += [
-        f"{p.citation}  {p.score:.3f}  {_one_line(p.snippet)}{'  (weak)' if p.weak else ''}"
-        for p in answer.results
+        f"{p.citation}  {p.score:.3f}  {_one_line(p.snippet)}{_marks(p)}" for p in answer.results
     ]
     window = answer.timeWindow
     if window is not None:
@@ -61,6 +60,11 @@ def _header(answer: SearchAnswer) -> str:
         f"{count} {noun}, best first ({answer.mode} search); read one with "
         "memory_get(path=<citation>)."
     )
+
+
+def _marks(passage: Passage) -> str:
+    weak = "  (weak)" if passage.weak else ""
+    return weak + ("  (partial vectors)" if passage.partialVectors else "")
 
 
 def _one_line(text: str) -> str:

@@ -424,7 +424,9 @@ class AgentTools:
             debug["embeddingBootstrap"] = redact(provider.reason)
         return SearchAnswer(
             indexing=self.indexing.current(),
-            results=[_passage(hit, hit.chunk_id in weak) for hit in response.hits],
+            results=[
+                _passage(hit, hit.chunk_id in weak, response.coverage) for hit in response.hits
+            ],
             provider=memory.settings.search.provider,
             model=_model_name(memory),
             mode=mode,
@@ -434,9 +436,9 @@ class AgentTools:
         )
 
 
-def _passage(hit: SearchHit, weak: bool) -> Passage:
+def _passage(hit: SearchHit, weak: bool, coverage: float | None) -> Passage:
     return Passage(
-        **hit_json(hit, case="camel"),
+        **hit_json(hit, case="camel", coverage=coverage),
         relevance=readable_score(hit.explain.merged),
         weak=True if weak else None,
     )

@@ -359,7 +359,7 @@ def _show(
                 "legs": {name: asdict(leg) for name, leg in response.legs.items()},
                 **(context.as_json() if context is not None else {}),
                 "results": [
-                    {**_hit_json(hit, explain), "weak": hit.chunk_id in weak}
+                    {**_hit_json(hit, explain, response.coverage), "weak": hit.chunk_id in weak}
                     for hit in response.hits
                 ],
             }
@@ -440,11 +440,11 @@ def get(path: str, start: int, lines: int, as_json: bool) -> None:
         )
 
 
-def _hit_json(hit: SearchHit, explain: bool) -> dict[str, Any]:
+def _hit_json(hit: SearchHit, explain: bool, coverage: float | None) -> dict[str, Any]:
     from apus.memory.hit_json import hit_json
 
     data = {
-        **hit_json(hit, case="snake"),
+        **hit_json(hit, case="snake", coverage=coverage),
         "title": hit.title,
         "heading": hit.heading,
         "highlights": [list(span) for span in hit.highlights],

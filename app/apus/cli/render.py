@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from apus.index.status import EmbeddingsState, IndexStatus
+from apus.memory.hit_json import from_partial_vectors
 from apus.search.engine import SearchResponse
 from apus.terminal_text import terminal_safe
 from apus.units import human_size
@@ -34,7 +35,8 @@ def _score_text(score: float) -> str:
 def print_hits(
     response: SearchResponse, *, explain: bool = False, weak: frozenset[int] = frozenset()
 ) -> None:
-    """The hits, best first; those whose chunk id is in `weak` are marked `weak`."""
+    """The hits, best first; those whose chunk id is in `weak` are marked `weak`, those
+    search by meaning found while it covered only part of the vault `partial vectors`."""
     console = Console(highlight=False)
     for name, leg in response.legs.items():
         if not leg.ran and leg.reason and "not requested" not in leg.reason:
@@ -56,6 +58,8 @@ def print_hits(
             header.append_text(_line((f"  {hit.title}", "bold")))
         if hit.chunk_id in weak:
             header.append_text(_line(("  (weak)", "yellow")))
+        if from_partial_vectors(hit, response.coverage):
+            header.append_text(_line(("  (partial vectors)", "yellow")))
         console.print(header)
         # One stand-in per character: the highlight offsets still point at the words.
         snippet = Text("    " + terminal_safe(hit.snippet))

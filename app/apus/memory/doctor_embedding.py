@@ -9,6 +9,7 @@ from apus.config import SearchSettings, Settings
 from apus.embed.base import Embedder, probe, probe_budget
 from apus.embed.local.catalog import get_manifest
 from apus.embed.local.download import DownloadError, model_path, verify_model_file
+from apus.embed.local.offload import Offload
 from apus.embed.providers import is_remote, known_failure, resolve_provider
 from apus.errors import ConfigError
 from apus.index.store import Store
@@ -97,16 +98,21 @@ def _measure(settings: Settings, embedder: Embedder, facts: dict[str, Any]) -> C
         tokens_per_second=round(speed, 1),
         dims=timed.dims,
     )
+    where = str(facts["device"])
     if not remote:
+        # llama.cpp's own answers: whether the build offloads, and the layers it put there.
         facts.update(
-            gpu_offload=described.get("device") == "gpu",
+            gpu_offload=described.get("gpu_offload"),
             gpu_layers=described.get("gpu_layers"),
+            offloaded_layers=described.get("offloaded_layers"),
+            model_layers=described.get("model_layers"),
             system_info=described.get("system_info"),
         )
+        where += f" ({_offload_words(facts)})"
     pending_chunks, pending_tokens = _pending(settings, embedder)
     pending_seconds = pending_tokens / speed if speed > 0 else None
     facts.update(pending_chunks=pending_chunks, pending_seconds=_rounded(pending_seconds))
-    detail = f"{identity.model} on {facts['device']}: {speed:,.0f} tokens/s"
+    detail = f"{identity.model} on {where}: {speed:,.0f} tokens/s"
     if pending_chunks:
         detail += (
             f"; {pending_chunks:,} chunks wait for vectors, about {_duration(pending_seconds)}"
@@ -114,6 +120,15 @@ def _measure(settings: Settings, embedder: Embedder, facts: dict[str, Any]) -> C
     else:
         detail += "; no chunk waits for vectors"
     return Check("embedding", True, detail, facts=facts)
+
+
+def _offload_words(facts: dict[str, Any]) -> str:
+    offload = Offload(
+        bool(facts.get("gpu_offload")),
+        int(facts.get("offloaded_layers") or 0),
+        facts.get("model_layers"),
+    )
+    return offload.describe()
 
 
 def _failed(error: str | None, fix: str | None, facts: dict[str, Any], embedder: Embedder) -> Check:

@@ -9,9 +9,20 @@ from pydantic.alias_generators import to_camel
 from apus.search.engine import SearchHit
 
 
-def hit_json(hit: SearchHit, *, case: Literal["snake", "camel"]) -> dict[str, Any]:
-    """Where the passage is, its score and text, and what it is made of. Each face keeps
-    its own spelling: snake_case for scripts (`--json`), camelCase for agents (MCP)."""
+def from_partial_vectors(hit: SearchHit, coverage: float | None) -> bool:
+    """Whether search by meaning found `hit` while it covered only part of the passages
+    (`coverage`, the answer's): a closer passage by meaning may not have its vector yet.
+    Every face marks such a hit by this one rule."""
+    return coverage is not None and "vector" in hit.legs
+
+
+def hit_json(
+    hit: SearchHit, *, case: Literal["snake", "camel"], coverage: float | None = None
+) -> dict[str, Any]:
+    """Where the passage is, its score and text, and what it is made of; `partial_vectors`
+    (only while `coverage`, the answer's, says the vectors are still being built) when
+    search by meaning found it among them. Each face keeps its own spelling: snake_case for
+    scripts (`--json`), camelCase for agents (MCP)."""
     fields: dict[str, Any] = {
         "path": hit.path,
         "start_line": hit.start_line,
@@ -24,4 +35,6 @@ def hit_json(hit: SearchHit, *, case: Literal["snake", "camel"]) -> dict[str, An
         if hit.media is None
         else {"type": hit.media.mime_type, "bytes": hit.media.size},
     }
+    if from_partial_vectors(hit, coverage):
+        fields["partial_vectors"] = True
     return fields if case == "snake" else {to_camel(key): value for key, value in fields.items()}

@@ -37,6 +37,7 @@ from apus.embed.base import (
 from apus.embed.local import procs
 from apus.embed.local.crashes import CrashLedger, CrashRecord, ServerEnd
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
+from apus.embed.local.offload import read_offload
 from apus.embed.local.server_process import API_KEY_ENV, client_pids
 from apus.relaunch import own_command
 
@@ -95,6 +96,10 @@ class ServerState:
     clients_dir: str
     log_file: str
     system_info: str = ""  # llama.cpp's own line: the CPU features it was built for
+    # What llama.cpp reported: whether the build offloads, and the layers it put on the GPU.
+    gpu_offload: bool = False
+    offloaded_layers: int = 0
+    model_layers: int | None = None
 
     @property
     def base_url(self) -> str:
@@ -224,6 +229,9 @@ class ManagedServer:
             "pid": state.pid if state else None,
             "device": state.device if state else None,
             "gpu_layers": state.gpu_layers if state else None,
+            "gpu_offload": state.gpu_offload if state else None,
+            "offloaded_layers": state.offloaded_layers if state else None,
+            "model_layers": state.model_layers if state else None,
             "log": state.log_file if state else str(self._log_file()),
             "error": self._last_error.reason if self._last_error else None,
             "system_info": state.system_info if state else None,
@@ -430,27 +438,35 @@ class ManagedServer:
         info = procs.read_json(info_file) or {}
         with contextlib.suppress(OSError):
             info_file.unlink()
+        # llama.cpp's own report of the load, not the layers asked for, names the device.
+        offload = read_offload(
+            log_file, spec.model_path, supported=bool(info.get("gpu_offload", False))
+        )
         state = ServerState(
             pid=process.pid,
             port=port,
             api_key=api_key,
             model_path=str(spec.model_path),
             model_sha256=spec.model_sha256,
-            device=str(info.get("device", "cpu")),
+            device=offload.device,
             gpu_layers=int(info.get("gpu_layers", 0)),
             started=started,
             instance=instance,
             clients_dir=str(clients_dir),
             log_file=str(log_file),
             system_info=str(info.get("system_info", "")),
+            gpu_offload=offload.supported,
+            offloaded_layers=offload.layers,
+            model_layers=offload.of,
         )
         procs.write_private_json(self.state_file, asdict(state))
         log.info(
-            "embedding server ready in %.1fs: pid %d, port %d, %s, model %s",
+            "embedding server ready in %.1fs: pid %d, port %d, %s (%s), model %s",
             time.time() - started,
             state.pid,
             port,
             state.device,
+            offload.describe(),
             spec.model_path.name,
         )
         return state
@@ -524,8 +540,15 @@ class ManagedServer:
             ) from exc
 
     def _process_alive(self, state: ServerState) -> bool:
-        if self._process is not None and self._process.pid == state.pid:
-            code = self._process.poll()
+        process = self._process
+        if process is not None and process.pid == state.pid:
+            code = process.poll()
+            if code is None and not procs.pid_alive(state.pid):
+                # Killed: its main thread is already a zombie while the kernel still ends the
+                # others (llama.cpp's, uvicorn's), and until then waitpid reports nothing. It
+                # is gone for every other process (`pid_alive`) and must be for this one too,
+                # with the exit status that names the crash: wait the moment it takes.
+                code = process.wait()
             if code is None:
                 return True
             self._reaped = (state.pid, code)

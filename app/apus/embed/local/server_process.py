@@ -174,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "pid": os.getpid(),
             "device": device,
             "gpu_layers": gpu_layers,
+            "gpu_offload": _gpu_offload(),
             "system_info": _system_info(),
         },
     )
@@ -184,11 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _load_app(args: argparse.Namespace, api_key: str) -> tuple[Any, str, int] | None:
     """llama-cpp-python's OpenAI-compatible app with the model loaded: (app, device, layers);
     None when the model cannot be loaded (the log says why)."""
-    import llama_cpp
     from llama_cpp.server.app import create_app
     from llama_cpp.server.settings import ModelSettings, ServerSettings
 
-    offload = bool(llama_cpp.llama_supports_gpu_offload())
+    offload = _gpu_offload()
     gpu_layers = (-1 if args.gpu_layers < 0 else args.gpu_layers) if offload else 0
     device = "gpu" if gpu_layers != 0 else "cpu"
     log.info("llama.cpp GPU offload %s; n_gpu_layers=%d", offload, gpu_layers)
@@ -240,6 +240,13 @@ def _refuse_browser_origins(app: Any) -> None:
 
     app.user_middleware = [item for item in app.user_middleware if item.cls is not CORSMiddleware]
     app.middleware_stack = None  # built again, without it, on the first request
+
+
+def _gpu_offload() -> bool:
+    """llama.cpp's answer: whether this build can put layers on a GPU at all."""
+    import llama_cpp
+
+    return bool(llama_cpp.llama_supports_gpu_offload())
 
 
 def _system_info() -> str:

@@ -18,6 +18,7 @@ from textual.worker import get_current_worker
 
 from apus.search.engine import SearchHit, SearchResponse
 from apus.search.options import SearchOptions
+from apus.search.vector_leg import percent_text
 from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import plural
 from apus.tui.live import LiveMemory
@@ -187,7 +188,7 @@ class SearchScreen(NotifiesWorkerErrors, StatusBarScreen):
             f"{response.mode} results for {message.query!r} {latency:.0f} ms after the keystroke"
         )
         results = self.query_one(ResultList)
-        results.show_hits(response.hits, same_query=same_query)
+        results.show_hits(response.hits, same_query=same_query, coverage=response.coverage)
         self._show_info(response, message.final)
         self._show_message(response)
         hit = results.highlighted_hit
@@ -204,6 +205,8 @@ class SearchScreen(NotifiesWorkerErrors, StatusBarScreen):
         if response.mode == "hybrid" and vector is not None and not vector.ran:
             kind = "keyword only"
         pending = "" if final else " · meaning…"
+        if response.coverage is not None:  # still embedding: say how far meaning reached
+            kind += f" · meaning covers {percent_text(response.coverage)}"
         if self.preferences.include_conversations:
             kind += " · with conversations"
         timing = f" · {response.ms:.0f} ms" if self.preferences.show_timings else ""

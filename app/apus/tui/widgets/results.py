@@ -9,19 +9,26 @@ from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from apus.memory.hit_json import from_partial_vectors
 from apus.search.engine import SearchHit
 from apus.tui.format import flatten_snippet
 from apus.tui.messages import OpenInEditor
 
 # Badge text per leg: words people use, not engine terms.
 _BADGES = {"keyword": "words", "vector": "meaning", "path": "name"}
+# Added to the meaning badge while the vectors are still being built.
+_PARTIAL = " · partial vectors"
 
 
-def hit_content(hit: SearchHit, width: int) -> Content:
-    """Three short lines for one hit; the snippet is cut to fit about two lines."""
+def hit_content(hit: SearchHit, width: int, coverage: float | None = None) -> Content:
+    """Three short lines for one hit; the snippet is cut to fit about two lines. A hit
+    search by meaning found while it covered only part of the vault (`coverage`, the
+    answer's) says so on its badge."""
+    partial = from_partial_vectors(hit, coverage)
     badges: list[tuple[str, str] | str] = []
     for leg in hit.legs:
-        badges.extend([" ", (f" {_BADGES.get(leg, leg)} ", f"$text-{_leg_color(leg)} on $panel")])
+        badge = _BADGES.get(leg, leg) + (_PARTIAL if partial and leg == "vector" else "")
+        badges.extend([" ", (f" {badge} ", f"$text-{_leg_color(leg)} on $panel")])
     title = Content.assemble((hit.title or hit.path, "bold"), *badges)
     location = hit.path if hit.start_line <= 1 or hit.media else f"{hit.path}:{hit.start_line}"
     meta = Content.assemble((location, "$text-muted"))
@@ -51,9 +58,12 @@ class ResultList(OptionList):
         super().__init__(id=id)
         self.hits: list[SearchHit] = []
 
-    def show_hits(self, hits: list[SearchHit], *, same_query: bool = False) -> None:
+    def show_hits(
+        self, hits: list[SearchHit], *, same_query: bool = False, coverage: float | None = None
+    ) -> None:
         """Replace the list. When better results for the same query arrive (hybrid after
-        keyword), a hit the user moved to stays highlighted; a new query starts at the top."""
+        keyword), a hit the user moved to stays highlighted; a new query starts at the top.
+        `coverage`: the answer's, while search by meaning covered only part of the vault."""
         previous = self.highlighted_hit if same_query and self.highlighted else None
         width = max(20, self.scrollable_content_region.width or self.size.width or 60)
         self.hits = list(hits)
@@ -61,7 +71,7 @@ class ResultList(OptionList):
         for index, hit in enumerate(self.hits):
             if index:
                 options.append(None)
-            options.append(Option(hit_content(hit, width), id=str(index)))
+            options.append(Option(hit_content(hit, width, coverage), id=str(index)))
         self.set_options(options)
         if not self.hits:
             return

@@ -192,7 +192,7 @@ def token_table(result: TokenBenchResult) -> list[str]:
         total = row.total
         lines += [
             f"overlap {row.overlap_setting}{mark}: {row.passages} passages, {total} tokens "
-            f"(longest {row.longest})",
+            f"(mean {total / max(row.passages, 1):.0f}, longest {row.longest})",
             f"  body                 {row.body:>10}  {_share(row.body, total)}",
             f"  overlap              {row.overlap:>10}  {_share(row.overlap, total)}",
             f"  title in prefix      {row.title:>10}  {_share(row.title, total)}",
@@ -206,4 +206,9 @@ def token_table(result: TokenBenchResult) -> list[str]:
         ]
         if row is not first and first.sent:
             lines.append(f"  sent vs configured   {row.sent / first.sent:10.3f}x")
+            # What a switch to this overlap would embed again: texts the index does not hold.
+            lines.append(
+                f"  distinct texts not sent under the configured overlap: "
+                f"{len(row.seen - first.seen)} of {len(row.seen)}"
+            )
     return lines

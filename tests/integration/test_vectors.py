@@ -330,3 +330,78 @@ def test_fallback_none_makes_missing_local_embeddings_an_error(
     monkeypatch.setenv("APUS_MEMORY__SEARCH__FALLBACK", "none")
     with pytest.raises(ApusError, match="unavailable"):
         search_response(load_settings(), "garden", mode="hybrid")
+
+
+# Two notes whose passages are sent as the same text (a file stem is no title, so both are
+# "title: none | text: ..."), and one with the same body under a title of its own.
+COPIES = {
+    "weekly/a.md": "Weekly review: what went well, what to change, what to drop.\n",
+    "weekly/b.md": "Weekly review: what went well, what to change, what to drop.\n",
+    "weekly/titled.md": "---\ntitle: Review\n---\n"
+    "Weekly review: what went well, what to change, what to drop.\n",
+    "notes/other.md": "The router lives in the hallway closet.\n",
+}
+COPY_TEXT = "title: none | text: Weekly review: what went well, what to change, what to drop."
+
+
+@pytest.mark.parametrize("batch_chunks", [16, 1])
+def test_identical_passages_reach_the_model_once(
+    tmp_path: Path,
+    tiny_models: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    batch_chunks: int,
+) -> None:
+    """In one batch (16) or in batches of their own (1): the managed server is sent each
+    distinct text once, and every chunk, the copies included, gets a vector."""
+    from apus.indexing import embedding
+
+    root = tmp_path / "vault"
+    for rel, text in COPIES.items():
+        write_note(root, rel, text)
+    settings = local_model_settings(root, tiny_models[0], monkeypatch)
+    monkeypatch.setattr(embedding, "EMBED_BATCH_CHUNKS", batch_chunks)
+    with Memory(settings=settings) as memory:
+        embedder = memory.provider.embedder
+        assert embedder is not None, memory.provider.reason
+        sent: list[str] = []
+        real_embed = embedder.embed
+
+        def counting(texts: list[str], **kwargs: object) -> object:
+            sent.extend(texts)
+            return real_embed(texts, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(embedder, "embed", counting)
+        report = memory.sync()
+        assert report.embedding.state == "done", report.embedding.message()
+        assert report.chunks == len(COPIES)
+        assert sent.count(COPY_TEXT) == 1
+        assert len(sent) == len(set(sent)) == len(COPIES) - 1
+        assert report.embedded == len(COPIES) - 1
+        state = memory.embeddings()
+        assert state.state == "ready" and state.vectors == len(COPIES)
+        # A third copy in a later sync is a cache hit: nothing is sent for it.
+        write_note(root, "weekly/c.md", COPIES["weekly/a.md"])
+        again = memory.sync()
+        assert again.embedded == 0 and len(sent) == len(COPIES) - 1
+        assert memory.embeddings().vectors == len(COPIES) + 1
+
+
+def test_identical_passages_reach_a_remote_endpoint_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "vault"
+    for rel, text in COPIES.items():
+        write_note(root, rel, text)
+    with RecordingServer(dims=16) as server:
+        monkeypatch.setenv("APUS_VAULT", str(root))
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "openai-compatible")
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__MODEL", "embeddinggemma-300m")
+        monkeypatch.setenv("APUS_MEMORY__SEARCH__REMOTE__BASEURL", server.url)
+        settings = load_settings()
+        report = sync(settings)
+        # Documents only: the provider first asks for one query vector (its width).
+        sent = [text for text in server.inputs() if text.startswith("title: ")]
+        assert report.embedding.state == "done", report.embedding.message()
+        assert sent.count(COPY_TEXT) == 1
+        assert len(sent) == len(set(sent)) == len(COPIES) - 1
+        assert embeddings(settings).vectors == report.chunks == len(COPIES)

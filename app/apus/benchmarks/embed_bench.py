@@ -188,12 +188,12 @@ class _Pipeline:
 
     def texts(self) -> list[str]:
         from apus.index.store import Store
-        from apus.indexing.embedding import _title_for_prefix
+        from apus.indexing.embedding import title_for_prefix
 
         store = Store(self.index_dir, readonly=True)
         try:
             return [
-                self.embedder.document_text(c.text, _title_for_prefix(c.title, c.path))
+                self.embedder.document_text(c.text, title_for_prefix(c.title, c.path))
                 for c in store.iter_chunks()
             ]
         finally:

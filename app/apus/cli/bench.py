@@ -242,3 +242,34 @@ def embed_table(r: EmbedBenchResult) -> list[str]:
     lines.append(f"pipeline / fastest raw: {r.ratio:.2f}")
     lines.append(f"first sync, chunking and keyword index included: {r.sync_seconds:.2f} s")
     return lines
+
+
+@bench.command("tokens")
+@click.argument("vault", type=_CORPUS)
+@click.option(
+    "--model",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A .gguf whose tokenizer counts (vocabulary only; default: the chunker's estimate).",
+)
+@click.option(
+    "--overlap",
+    "overlaps",
+    multiple=True,
+    type=click.IntRange(min=0),
+    help="Also count with this chunk overlap (repeatable), beside the configured one.",
+)
+@click.option("--prefix-scheme", default="", help="The task-prefix scheme (default: the model's).")
+@guarded
+def bench_tokens(
+    vault: Path, model: Path | None, overlaps: tuple[int, ...], prefix_scheme: str
+) -> None:
+    """Model tokens of a vault's passages as a sync sends them: body, overlap, the title and
+    template of the task prefix, special tokens, and identical passages (embedded once)."""
+    from apus.benchmarks.token_bench import ESTIMATE, model_tokenizer, run_token_bench, token_table
+
+    tokenizer = model_tokenizer(model) if model is not None else ESTIMATE
+    result = run_token_bench(
+        vault, tokenizer=tokenizer, overlaps=overlaps, prefix_scheme=prefix_scheme
+    )
+    for line in token_table(result):
+        click.echo(line)

@@ -213,8 +213,9 @@ def embed_missing(
     """Give every chunk a vector for `identity`, from the cache or the provider.
 
     `order` lists the chunks still missing a vector in the order to embed them (default: by
-    id). Returns how many chunks were embedded by the provider (cache hits excluded). Raises
-    the provider's error after committing what was done, so the next run resumes from there.
+    id). Returns how many texts the provider embedded: identical passages are sent once, and
+    cache hits not at all. Raises the provider's error after committing what was done, so the
+    next run resumes from there.
     """
     key = identity.key()
     missing = list(order) if order is not None else store.chunks_missing_vectors(key)
@@ -229,12 +230,9 @@ def embed_missing(
         chunks = store.chunks_by_id(ids)
         ordered, media_chunks = split_media([chunks[i] for i in ids if i in chunks])
         media = embed_media_chunks(store, embedder, identity, media_chunks)
-        texts = [
-            embedder.document_text(c.text, _title_for_prefix(c.title, c.path)) for c in ordered
-        ]
+        texts = [embedder.document_text(c.text, title_for_prefix(c.title, c.path)) for c in ordered]
         keys = [cache_key(identity, text) for text in texts]
-        cached = store.cached_vectors(keys)
-        todo = [index for index, k in enumerate(keys) if k not in cached]
+        todo = _uncached(store, keys)
         fresh: list[tuple[str, np.ndarray]] = []
         if todo:
             vectors = embedder.embed([texts[i] for i in todo], kind="document")
@@ -250,7 +248,21 @@ def embed_missing(
     return embedded
 
 
-def _title_for_prefix(title: str, path: str) -> str | None:
+def _uncached(store: Store, keys: Sequence[str]) -> list[int]:
+    """Positions of the keys to embed: those without a cached vector, each key once.
+
+    The cache holds a text's vector from the batch that embedded it on, so identical passages
+    (templates, boilerplate, a copied note) in later batches are hits; identical passages in
+    one batch would all be sent, so only the first of them is."""
+    cached = store.cached_vectors(keys)
+    first: dict[str, int] = {}
+    for index, key in enumerate(keys):
+        if key not in cached:
+            first.setdefault(key, index)
+    return list(first.values())
+
+
+def title_for_prefix(title: str, path: str) -> str | None:
     """A note's own title for the document prefix; a bare file stem is not a title."""
     stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return None if not title or title == stem else title
@@ -264,8 +276,7 @@ def embed_triggers(store: Store, embedder: Embedder, identity: EmbeddingIdentity
         for trigger, _chunk in triggers_of(store, record)
     ]
     keys = [cache_key(identity, text) for text in texts]
-    cached = store.cached_vectors(keys)
-    todo = [i for i, key in enumerate(keys) if key not in cached]
+    todo = _uncached(store, keys)
     if not todo:
         return 0
     vectors = embedder.embed([texts[i] for i in todo], kind="document")

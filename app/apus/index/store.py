@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from apus.errors import ApusError, IndexCorruptError, Problem
+from apus.index import file_names
 from apus.index.note_filter import NoteFilter
 from apus.index.sqlite import (
     REBUILD_FIX,
@@ -31,7 +32,7 @@ from apus.index.sqlite import (
 )
 from apus.vault.chunk import Chunk
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Values bound per `IN (...)` query: well under SQLite's default limit of 999 parameters.
 _IN_BATCH = 500
 
@@ -140,6 +141,21 @@ _MIGRATIONS: tuple[str, ...] = (
         VALUES ('delete', old.id, old.text);
     END;
     """,
+    # 4: the names table (`apus.index.file_names`): the notes a query names by path, file
+    # name or stem, folded when a file is written instead of in every searching process.
+    # Filled here from the files already indexed, through the SQL function the store
+    # registers before migrating (`file_names.SQL_FUNCTION`: one of a path's three keys a call).
+    """
+    CREATE TABLE file_names (
+        key TEXT NOT NULL,
+        file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        PRIMARY KEY (key, file_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX file_names_file ON file_names(file_id);
+    INSERT OR IGNORE INTO file_names(key, file_id)
+        SELECT apus_name_key(files.path, part.n), files.id
+        FROM files, (SELECT 0 AS n UNION ALL SELECT 1 UNION ALL SELECT 2) AS part;
+    """,
 )
 
 
@@ -229,6 +245,7 @@ class Store:
                 self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.execute("PRAGMA foreign_keys = ON")
             if not readonly:
+                file_names.register(self._db)
                 self._migrate()
                 # Names this database: vectors.faiss records it, so a store rebuilt after
                 # damage (whose chunk ids start again from 1) never inherits old vectors.
@@ -271,7 +288,10 @@ class Store:
 
     def has_transcripts(self) -> bool:
         """Whether the schema holds transcripts (a store not yet upgraded by a sync does not)."""
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0]) >= 3
+        return self._schema_version() >= 3
+
+    def _schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
     # -- damage -------------------------------------------------------------------------
 
@@ -523,6 +543,7 @@ class Store:
             ),
         )
         file_id = int(cursor.lastrowid or 0)
+        file_names.write(self._db, file_id, new.path)  # the old row's names went with it
         return file_id, self.insert_chunks(file_id, new.chunks, reuse_ids)
 
     def insert_chunks(
@@ -588,6 +609,8 @@ class Store:
             "dated = ? WHERE id = ?",
             (new_path, size, mtime_ns, title, note_date, dated, file_id),
         )
+        file_names.forget(self._db, file_id)
+        file_names.write(self._db, file_id, new_path)
 
     def touch_file(self, file_id: int, size: int, mtime_ns: int) -> None:
         self._db.execute(
@@ -633,6 +656,15 @@ class Store:
         query = self._CHUNK_SELECT + " WHERE c.file_id IN ({marks}) AND c.ordinal = 0"
         records = (ChunkRecord(*row) for row in self._rows_in(query, file_ids))
         return {record.file_id: record for record in records}
+
+    def files_named(self, key: str) -> list[int]:
+        """Ids of the files whose folded path, file name or stem is `key` (see
+        `apus.index.file_names`): one indexed lookup."""
+        if self._schema_version() >= 4:
+            return file_names.files_named(self._db, key)
+        # A store no sync has upgraded yet (a reader never migrates): fold every path.
+        rows = self._db.execute("SELECT id, path FROM files ORDER BY id")
+        return [int(row[0]) for row in rows if key in file_names.name_keys(str(row[1]))]
 
     def holds_other_sources(self, sources: Sequence[str]) -> bool:
         """Whether any indexed file comes from a source not in `sources`."""

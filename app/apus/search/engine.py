@@ -63,7 +63,7 @@ from apus.search.snippet import Snippet, make_snippet
 from apus.search.vector_leg import VectorLeg
 from apus.vault.annotations import annotations_in, without_annotations
 from apus.vault.markdown import heading
-from apus.vault.text import Token, fold, tokenize
+from apus.vault.text import Token, tokenize
 
 T = TypeVar("T")
 # A long note's first chunks stand for it when looking for related notes: each is one FAISS
@@ -272,7 +272,6 @@ class Searcher:
         self._health: tuple[tuple[int, int | None], _KeywordHealth] | None = None
         self._damaged_stamp: int | None = None
         self._vectors_damaged = False
-        self._names: tuple[int, dict[str, list[int]]] | None = None
         self._admitted: tuple[tuple[int, NoteFilter], Admitted] | None = None
         self._other_sources: tuple[tuple[int, tuple[str, ...]], bool] | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
@@ -677,10 +676,10 @@ class Searcher:
 
     def _named_chunk_ids(self, work: _RankingWork) -> set[int]:
         """First chunks of the notes whose path, file name or stem is the query (looked up
-        once a search)."""
+        once a search, in the store's names table)."""
         if work.named is None:
             form = work.query.path.form
-            files: list[int] = self._with_store(lambda s: self._files_named(s, form), [])
+            files: list[int] = self._with_store(lambda s: s.files_named(form), [])
             if work.admitted is not None:
                 admitted = work.admitted.files
                 files = [file_id for file_id in files if file_id in admitted]
@@ -689,20 +688,6 @@ class Searcher:
                 firsts = self._with_store(lambda s: s.first_chunk_of_files(files), {})
             work.named = {chunk.id for chunk in firsts.values()}
         return work.named
-
-    def _files_named(self, store: Store, path_form: str) -> list[int]:
-        """File ids named by a query's path form, via a lookup table rebuilt when the store
-        changes."""
-        generation = store.generation()
-        if self._names is None or self._names[0] != generation:
-            table: dict[str, list[int]] = {}
-            for path, record in store.files().items():
-                folded = fold(path)
-                base = folded.rsplit("/", 1)[-1]
-                for key in {folded, base, base.rsplit(".", 1)[0]}:
-                    table.setdefault(key, []).append(record.id)
-            self._names = (generation, table)
-        return self._names[1].get(path_form, [])
 
 
 def _hit(c: _Candidate, snippet: Snippet, vector_hits: dict[int, float] | None) -> SearchHit:

@@ -35,6 +35,11 @@ from apus.embedding_services import BUILTIN_PROVIDERS, ENTRY_APIS
 from apus.errors import ConfigError
 from apus.notes_folder import VaultMissingError, check_vault
 
+# Apus's settings use no pydantic plugin, and looking for one (when the first model class is
+# made, just below) reads the metadata of every installed package: a good part of the start
+# of each one-shot command. A value the user set is kept.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
 # A built-in provider name (see apus.embedding_services) or the id of a [models.providers] entry.
 ProviderName = str
 ENV_PREFIX = "APUS_"

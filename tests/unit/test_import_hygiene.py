@@ -73,6 +73,19 @@ NOT_FOR_A_KEYWORD_SEARCH = (
     "tomlkit",
     "apus.indexing.sync",
     "apus.embed.local.embedder",
+    # The live session's watcher, frontmatter parsing, status, transcript
+    # tables and the other commands' modules: each is loaded only where it is used.
+    "watchfiles",
+    "yaml",
+    "dateparser",
+    "apus.index.status",
+    "apus.index.transcript_store",
+    "apus.cli.agents",
+    "apus.cli.bench",
+    "apus.cli.doctor",
+    "apus.cli.evaluate",
+    "apus.cli.models",
+    "apus.cli.sessions",
 )
 
 

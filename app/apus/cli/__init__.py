@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import click
@@ -10,8 +11,41 @@ from apus import __version__
 from apus.cli.context import guarded, run_guarded
 from apus.config import SettingsSource
 
+# Each command's module, imported when that command runs (or help lists it): a search pays for
+# the search command's imports, not for the agent server's, the benchmarks' or the doctor's.
+_COMMANDS = {
+    "memory": "apus.cli.memory:memory",
+    "models": "apus.cli.models:models",
+    "bench": "apus.cli.bench:bench",
+    "_bench-worker": "apus.cli.bench:bench_worker",
+    "eval": "apus.cli.evaluate:evaluate",
+    "_serve-embeddings": "apus.cli.models:serve_embeddings",
+    "mcp": "apus.cli.agents:mcp",
+    "sessions": "apus.cli.sessions:sessions",
+    "doctor": "apus.cli.doctor:doctor",
+}
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+
+class _LazyGroup(click.Group):
+    """A group whose commands (but `setup`, defined here) are imported by name on use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in _COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        module, attribute = _COMMANDS[cmd_name].split(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(
+    cls=_LazyGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--vault",
     # Kept as typed: the domain checks it and says what is wrong ('' is not ".").
@@ -62,26 +96,3 @@ def setup(source: SettingsSource) -> None:
     from apus.tui.app import run_setup
 
     run_setup(source)
-
-
-def _register() -> None:
-    from apus.cli.agents import mcp
-    from apus.cli.bench import bench, bench_worker
-    from apus.cli.doctor import doctor
-    from apus.cli.evaluate import evaluate
-    from apus.cli.memory import memory
-    from apus.cli.models import models, serve_embeddings
-    from apus.cli.sessions import sessions
-
-    main.add_command(memory)
-    main.add_command(models)
-    main.add_command(bench)
-    main.add_command(bench_worker)
-    main.add_command(evaluate)
-    main.add_command(serve_embeddings)
-    main.add_command(mcp)
-    main.add_command(sessions)
-    main.add_command(doctor)
-
-
-_register()

@@ -218,10 +218,15 @@ class KeywordIndex:
         self._searcher_generation: int | None = None
         self._segments = SegmentCache()
         self._statistics: Statistics | None = None
+        # The index and reader `state(keep_open=True)` checked, until a search takes them.
+        self._checked: tuple[whoosh_index.Index, Searcher] | None = None
 
     # -- state ------------------------------------------------------------------------
 
-    def state(self) -> KeywordState:
+    def state(self, *, keep_open: bool = False) -> KeywordState:
+        """Whether the index opens and is current. With `keep_open` (a searcher about to
+        search it) the reader opened to check it is kept for the next search, which would
+        otherwise open every segment again."""
         stamp = self._read_stamp(self.dir)
         if stamp is None:
             return KeywordState(False, None, "keyword index missing")
@@ -231,10 +236,17 @@ class KeywordIndex:
             return KeywordState(False, None, "keyword index format changed")
         try:
             ix = whoosh_index.open_dir(str(self.dir))
-            ix.doc_count()
-            ix.close()
+            searcher = ix.searcher()
+            searcher.doc_count()
         except Exception as exc:  # Whoosh raises many types for damaged files
             return KeywordState(False, None, f"keyword index damaged ({type(exc).__name__})")
+        if keep_open:
+            with self._lock:
+                self._close_checked()
+                self._checked = (ix, searcher)
+        else:
+            searcher.close()
+            ix.close()
         return KeywordState(True, int(stamp.get("generation", -1)), "")
 
     def stamp_signature(self) -> int | None:
@@ -383,8 +395,11 @@ class KeywordIndex:
         ):
             return self._searcher, self._statistics
         self._close_searcher()
-        self._ix = whoosh_index.open_dir(str(self.dir))
-        self._searcher = self._ix.searcher()
+        if self._checked is not None:
+            (self._ix, self._searcher), self._checked = self._checked, None
+        else:
+            self._ix = whoosh_index.open_dir(str(self.dir))
+            self._searcher = self._ix.searcher()
         self._searcher_generation = generation
         self._segments.keep_only(self._searcher)
         self._statistics = collect_statistics(self._searcher, PARAMS, self._segments)
@@ -400,9 +415,17 @@ class KeywordIndex:
         self._searcher_generation = None
         self._statistics = None
 
+    def _close_checked(self) -> None:
+        if self._checked is not None:
+            ix, searcher = self._checked
+            searcher.close()
+            ix.close()
+            self._checked = None
+
     def close(self) -> None:
         with self._lock:
             self._close_searcher()
+            self._close_checked()
 
 
 def _write_error(folder: Path, exc: OSError) -> IndexWriteError:

@@ -22,16 +22,11 @@ from apus.embed.providers import (
 )
 from apus.errors import IndexBusyError
 from apus.index.last_sync import LastSync, newer, read_last_sync, write_last_sync
-from apus.index.media import MEDIA_RULE
 from apus.index.note_filter import Asker, NoteFilter
-from apus.index.status import EmbeddingsState, IndexStatus, collect_status
 from apus.index.store import Store
-from apus.indexing.lock import writer_elsewhere
 from apus.indexing.progress import ProgressCallback, SyncProgress, ignore_progress
 from apus.indexing.reading_progress import reading_progress
 from apus.indexing.request import SyncRequest
-from apus.memory.detached import start_detached_index
-from apus.memory.embeddings import embeddings_state
 from apus.memory.note_reader import (
     DEFAULT_LINES,
     NoteLines,
@@ -48,18 +43,18 @@ from apus.memory.transcript_reader import (
     search_transcripts,
     transcript_history,
 )
-from apus.memory.writer import Entry, WrittenEntry, append_entry
 from apus.search.engine import Searcher, SearchResponse
 from apus.search.options import SearchOptions
 from apus.search.query import ParsedQuery
-from apus.search.recall import RecallEntry, recall
 from apus.search.vector_leg import ProviderVectorLeg
-from apus.vault import transcripts
-from apus.vault.scan import NOTE_SUFFIXES
-from apus.watch import watch_notes
 
+# What only indexing, status, writing, recall or a live session needs is imported where it
+# is used: a one-shot search starts a new process each time and pays for every module.
 if TYPE_CHECKING:
+    from apus.index.status import EmbeddingsState, IndexStatus
     from apus.indexing.sync import Indexer, SyncReport
+    from apus.memory.writer import Entry, WrittenEntry
+    from apus.search.recall import RecallEntry
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +222,8 @@ class Memory:
     def write(self, entry: Entry, now: dt.datetime) -> WrittenMemory:
         """Append an agent's entry to a memory note (when writing is on), then index it, so
         the next search finds it. `now` names the daily note and stamps the entry."""
+        from apus.memory.writer import append_entry
+
         written = append_entry(self.settings, self.index_dir, entry, now)
         return WrittenMemory(written, self._index_now())
 
@@ -244,6 +241,8 @@ class Memory:
 
     def recall(self, message: str) -> list[RecallEntry]:
         """Trigger recall over MEMORY.md / USER.md; vectors help when they can."""
+        from apus.search.recall import recall
+
         if not Store.exists(self.index_dir):
             return []
         # Trigger vectors are looked up by identity key, so a stale or missing set simply
@@ -262,6 +261,8 @@ class Memory:
     # -- status ---------------------------------------------------------------------------
 
     def status(self, *, deep: bool = False) -> IndexStatus:
+        from apus.index.status import collect_status
+
         return collect_status(self.settings, self.embeddings(deep=deep), last_sync=self.last_sync)
 
     @property
@@ -276,6 +277,8 @@ class Memory:
         return reading_progress(self.index_dir)
 
     def embeddings(self, *, deep: bool = False) -> EmbeddingsState:
+        from apus.memory.embeddings import embeddings_state
+
         return embeddings_state(
             self.settings,
             self.provider,
@@ -350,6 +353,8 @@ class Memory:
 
     def request_sync(self, request: SyncRequest | None = None) -> None:
         """A sync soon: in the background queue when live, else in a detached process."""
+        from apus.memory.detached import start_detached_index
+
         if self._syncs is not None:
             self._syncs.request(request or SyncRequest())
         elif self.source is not None:
@@ -422,6 +427,8 @@ class Memory:
 
     def _embedding_now(self) -> bool:
         """Whether this process or another is embedding this index at this moment."""
+        from apus.indexing.lock import writer_elsewhere
+
         return self._embedding is not None or writer_elsewhere(self.index_dir) is not None
 
     def _close_search_side(self) -> None:
@@ -472,6 +479,11 @@ class Memory:
             listener(event)
 
     def _watch(self, debounce_ms: int) -> None:
+        from apus.index.media import MEDIA_RULE
+        from apus.vault import transcripts
+        from apus.vault.scan import NOTE_SUFFIXES
+        from apus.watch import watch_notes
+
         roots = [self.vault, *self.settings.extra_roots()]
         suffixes: tuple[str, ...] = NOTE_SUFFIXES
         if self.settings.search.extra_paths:  # images and audio there are indexed too

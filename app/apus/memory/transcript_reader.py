@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from apus.config import Settings
 from apus.errors import ApusError
 from apus.index.note_filter import Asker, NoteFilter, SessionScope
 from apus.index.store import Store
-from apus.index.transcript_store import StoredMessage, TranscriptInfo, TranscriptStore
 from apus.vault import transcripts as tx
+
+# The transcript tables are read only by the functions that search or page them: every note
+# search scopes its filter here (`scoped_filter`), and need not load them.
+if TYPE_CHECKING:
+    from apus.index.transcript_store import StoredMessage, TranscriptInfo
 
 DEFAULT_HISTORY = 50
 _ENABLE_FIX = (
@@ -93,6 +98,8 @@ def fts_query(text: str) -> str:
 def search_transcripts(
     settings: Settings, store: Store | None, query: str, asker: Asker, limit: int
 ) -> list[TranscriptMatch]:
+    from apus.index.transcript_store import TranscriptStore
+
     check_enabled(settings)
     scope = SessionScope.of(settings.tools.sessions.visibility, asker)
     match = fts_query(query)
@@ -116,6 +123,8 @@ def transcript_history(
 ) -> ConversationWindow:
     """`limit` messages of a session: centred on the one nearest `around` (a time) or at
     `line` (of the file) when given, else the latest ones."""
+    from apus.index.transcript_store import TranscriptStore
+
     check_enabled(settings)
     scope = SessionScope.of(settings.tools.sessions.visibility, asker)
     moment = ""
@@ -141,6 +150,8 @@ def _visible(
 ) -> tuple[Store, TranscriptInfo]:
     """The store and the session, when it is indexed and `scope` sees it; one error for
     both "not there" and "not yours", so that a hidden session's existence is not told."""
+    from apus.index.transcript_store import TranscriptStore
+
     info = None
     if store is not None and store.has_transcripts():
         info = TranscriptStore(store).find(session_key, scope)

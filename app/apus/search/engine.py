@@ -474,7 +474,7 @@ class Searcher:
         return health
 
     def _check_keyword(self, generation: int) -> _KeywordHealth:
-        state = self._keyword.state()
+        state = self._keyword.state(keep_open=True)
         if state.usable and state.generation == generation:
             return _KeywordHealth(True, generation)
         if state.usable:

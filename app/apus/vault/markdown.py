@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
-import yaml
+if TYPE_CHECKING:
+    import yaml
 
 _T = TypeVar("_T")
 
@@ -95,32 +97,33 @@ class FenceTracker:
         return True
 
 
-# libyaml's parser is about ten times faster than the pure-Python one, when present. Its
-# loader offers the pure one's interface, so the checker is shown the one always there.
-if TYPE_CHECKING:
-    _SafeLoader = yaml.SafeLoader
-else:
-    _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _NoDatesLoader(_SafeLoader):
-    """Safe loader that leaves timestamps as strings.
+@functools.cache
+def _no_dates_loader() -> type[yaml.SafeLoader]:
+    """Safe loader that leaves timestamps as strings, made on first use (a search, which
+    never reads frontmatter, does not import PyYAML).
 
     PyYAML turns `date: 2025-02-30` into a ValueError for the whole document; keeping it a
-    string lets one bad date void only the date, not the rest of the frontmatter.
+    string lets one bad date void only the date, not the rest of the frontmatter. libyaml's
+    parser is about ten times faster than the pure-Python one, when present; its loader
+    offers the pure one's interface, so the checker is shown the one always there.
     """
+    import yaml
 
-
-_NoDatesLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _SafeLoader.yaml_implicit_resolvers.items()
-}
+    base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = cast("type[yaml.SafeLoader]", type("_NoDatesLoader", (base,), {}))
+    loader.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    return loader
 
 
 def _load_frontmatter(source: str) -> tuple[dict[object, object] | None, str | None]:
     """The frontmatter's mapping (None when it is not one), and why it could not be read."""
+    import yaml
+
     try:
-        data = yaml.load(source, Loader=_NoDatesLoader)
+        data = yaml.load(source, Loader=_no_dates_loader())
     except yaml.YAMLError as exc:
         # Notes are user content: frontmatter we cannot read is treated as absent, and said.
         mark = getattr(exc, "problem_mark", None)

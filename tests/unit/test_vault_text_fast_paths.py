@@ -16,6 +16,8 @@ from apus.vault.text import (
     fold,
     keyword_term,
     keyword_terms,
+    snippet_tokens,
+    term_spans,
     tokenize,
 )
 
@@ -62,3 +64,27 @@ def test_the_stored_mark_classes_are_the_scanned_ones() -> None:
         _mark_classes() == (marks_table.DROPPED, marks_table.MARKS)
     )
     assert _mark_classes() == _scan_marks()
+
+
+@settings(max_examples=500)
+@given(_TEXTS)
+def test_snippet_tokens_are_the_terms_of_tokenize(text: str) -> None:
+    assert snippet_tokens(text) == frozenset(token.term for token in tokenize(text))
+
+
+_QUERY_WORDS = st.lists(
+    st.sampled_from(["a", "git", "gitk", "k3s", "cafe", "日本", "strasse", "x1", "é"]), max_size=4
+)
+
+
+@settings(max_examples=500)
+@given(_TEXTS, _QUERY_WORDS)
+def test_term_spans_are_the_spans_of_the_matching_tokens(text: str, words: list[str]) -> None:
+    terms = frozenset(words)
+    expected = [(t.start, t.end) for t in tokenize(text) if t.term in terms]
+    assert term_spans(text, terms) == expected
+
+
+def test_term_spans_find_whole_words_only() -> None:
+    text = "Git: gitk, GIT and git2 — legit"
+    assert [text[s:e] for s, e in term_spans(text, frozenset({"git"}))] == ["Git", "GIT"]

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from whoosh.codec.whoosh3 import LENGTHS_COLUMN
+from whoosh.reading import TermNotFound
 from whoosh.util.numeric import byte_to_length
 
 # Whoosh stores each field length in one byte; this is its decoding table.
@@ -234,10 +235,10 @@ def _term_postings(
     for field in fields:
         ids_parts, tf_parts = [], []
         for leaf, offset in leaves:
-            reader = leaf.reader()
-            if (field, term) not in reader:
+            postings = _postings(leaf.reader(), field, term)
+            if postings is None:
                 continue
-            ids, tf = _postings(reader, field, term)
+            ids, tf = postings
             ids = ids + offset
             keep = live[ids]
             ids_parts.append(ids[keep])
@@ -348,10 +349,15 @@ def _deleted(reader: Any) -> np.ndarray:
     return np.fromiter(deleted, dtype=np.int64, count=len(deleted))
 
 
-def _postings(reader: Any, field: str, term: str) -> tuple[np.ndarray, np.ndarray]:
+def _postings(reader: Any, field: str, term: str) -> tuple[np.ndarray, np.ndarray] | None:
     """Document numbers and term frequencies of one term in one segment, deleted documents
-    included (the caller drops them with the live mask)."""
-    matcher = reader.postings(field, term)
+    included (the caller drops them with the live mask); None when the segment lacks it.
+    Asking for the postings looks the term up once (a membership test first was a second
+    hash lookup, per field and segment of every query term)."""
+    try:
+        matcher = reader.postings(field, term)
+    except TermNotFound:
+        return None
     try:
         # Whoosh wraps the on-disk matcher to skip deletions; the blocks are read below it.
         return _read_blocks(getattr(matcher, "child", matcher))
@@ -360,18 +366,31 @@ def _postings(reader: Any, field: str, term: str) -> tuple[np.ndarray, np.ndarra
 
 
 def _read_blocks(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Whole posting blocks of Whoosh 3's on-disk matcher, without per-posting calls."""
+    """Whole posting blocks of Whoosh 3's on-disk matcher, without per-posting calls: a
+    block's ids are delta-encoded (summed here with numpy, not one generator step each) and
+    its weights an array, or one value (or none: 1.0) for every posting."""
     id_parts: list[np.ndarray] = []
     weight_parts: list[np.ndarray] = []
     while matcher.is_active():
-        matcher._read_ids()
-        matcher._read_weights()
-        id_parts.append(np.asarray(matcher._ids, dtype=np.int64))
-        weight_parts.append(np.asarray(matcher._weights, dtype=np.float64))
+        if matcher._data is None:
+            matcher._read_data()
+        ids, weights = matcher._data[0], matcher._data[1]
+        ids = np.asarray(ids, dtype=np.int64)
+        id_parts.append(ids if matcher._byteids else np.cumsum(ids))
+        weight_parts.append(_block_weights(weights, matcher._blocklength))
         matcher._next_block()
     if not id_parts:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     return np.concatenate(id_parts), np.concatenate(weight_parts)
+
+
+def _block_weights(weights: Any, count: int) -> np.ndarray:
+    """A block's weights as Whoosh reads them (single precision), as float64."""
+    if weights is None:
+        return np.ones(count, dtype=np.float64)
+    if isinstance(weights, float):
+        return np.full(count, weights, dtype=np.float32).astype(np.float64)
+    return np.asarray(weights, dtype=np.float64)
 
 
 def _read_one_by_one(matcher: Any) -> tuple[np.ndarray, np.ndarray]:

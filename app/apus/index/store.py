@@ -205,6 +205,28 @@ class ChunkRecord:
 
 
 @dataclass(frozen=True)
+class ChunkHead:
+    """A chunk's record without its text: what ranking reads of each of a search's hundreds
+    of candidates, of which it shows ten (their texts are read then, `chunk_texts`).
+    `annotated` is the text of a chunk holding an annotation (`<!--`), whose importance
+    ranking reads; None for every other chunk."""
+
+    id: int
+    file_id: int
+    path: str
+    title: str
+    ordinal: int
+    start_line: int
+    end_line: int
+    heading: str
+    tokens: int
+    note_date: str | None
+    importance: float | None
+    source: str
+    annotated: str | None
+
+
+@dataclass(frozen=True)
 class NewFile:
     """A note ready to be written: its metadata and chunks."""
 
@@ -508,6 +530,10 @@ class Store:
         )
         return {row[1]: _file_record(row) for row in rows}
 
+    def file_paths(self) -> list[tuple[int, str]]:
+        """Every indexed file's id and path."""
+        return [(int(row[0]), row[1]) for row in self._db.execute("SELECT id, path FROM files")]
+
     def file_by_path(self, path: str) -> FileRecord | None:
         row = self._db.execute(self._FILE_SELECT + " WHERE path = ?", (path,)).fetchone()
         return _file_record(row) if row else None
@@ -626,7 +652,8 @@ class Store:
         for start in range(0, len(values), _IN_BATCH):
             part = values[start : start + _IN_BATCH]
             marks = ",".join("?" * len(part))
-            yield from self._db.execute(query.format(marks=marks), [*leading, *part])
+            # fetchall: one call for the batch's rows, not one through the cursor each.
+            yield from self._db.execute(query.format(marks=marks), [*leading, *part]).fetchall()
 
     def chunk_ids_of_files(self, file_ids: Sequence[int]) -> list[int]:
         query = "SELECT id FROM chunks WHERE file_id IN ({marks})"
@@ -641,6 +668,22 @@ class Store:
     def chunks_by_id(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRecord]:
         query = self._CHUNK_SELECT + " WHERE c.id IN ({marks})"
         return {row[0]: ChunkRecord(*row) for row in self._rows_in(query, chunk_ids)}
+
+    _HEAD_SELECT = (
+        "SELECT c.id, c.file_id, f.path, f.title, c.ordinal, c.start_line, c.end_line, "
+        "c.heading, c.tokens, f.note_date, f.importance, f.source, "
+        "CASE WHEN instr(c.text, '<!--') > 0 THEN c.text END "
+        "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})"
+    )
+
+    def chunk_heads_by_id(self, chunk_ids: Sequence[int]) -> dict[int, ChunkHead]:
+        """The chunks' records without their texts (SQLite looks for an annotation in each:
+        only an annotated chunk's text comes back)."""
+        return {row[0]: ChunkHead(*row) for row in self._rows_in(self._HEAD_SELECT, chunk_ids)}
+
+    def chunk_texts(self, chunk_ids: Sequence[int]) -> dict[int, str]:
+        query = "SELECT id, text FROM chunks WHERE id IN ({marks})"
+        return {row[0]: row[1] for row in self._rows_in(query, chunk_ids)}
 
     def iter_chunks(self, file_ids: Sequence[int] | None = None) -> Iterator[ChunkRecord]:
         rows: Iterable[tuple[Any, ...]]

@@ -42,11 +42,12 @@ from apus.index.keyword import KeywordIndex
 from apus.index.media import MediaFacts, is_media_path, media_facts
 from apus.index.note_filter import NoteFilter
 from apus.index.readiness import NOT_INDEXED
-from apus.index.store import ChunkRecord, Store
+from apus.index.store import ChunkHead, ChunkRecord, Store
 from apus.index.vectors import VectorIndexError
 from apus.search.hybrid import MergedScore, leg_weights, merge_legs
 from apus.search.mmr import mmr_order
 from apus.search.options import Mode, ResolvedOptions, SearchOptions
+from apus.search.path_words import PathWords, path_tiers
 from apus.search.query import ParsedQuery
 from apus.search.ranking import (
     PathTier,
@@ -63,7 +64,7 @@ from apus.search.snippet import Snippet, make_snippet
 from apus.search.vector_leg import VectorLeg
 from apus.vault.annotations import annotations_in, without_annotations
 from apus.vault.markdown import heading
-from apus.vault.text import Token, tokenize
+from apus.vault.text import Token, snippet_tokens, tokenize
 
 T = TypeVar("T")
 # A long note's first chunks stand for it when looking for related notes: each is one FAISS
@@ -149,7 +150,7 @@ class _KeywordHealth:
 
 @dataclass
 class _Candidate:
-    chunk: ChunkRecord
+    chunk: ChunkHead
     score: MergedScore[int] | None
     factors: RankFactors
     final: float
@@ -169,56 +170,65 @@ class _Candidate:
 @dataclass
 class _RankingWork:
     """What ranking learns in one search, kept for its every stage: the merged stage ranks
-    the keyword stage's chunks again, and nothing about a chunk but its score has changed."""
+    the keyword stage's chunks again, and nothing about a chunk but its score has changed.
+    Candidates are read without their texts; the texts of the hits shown are read then."""
 
     query: ParsedQuery
     options: ResolvedOptions
     admitted: Admitted | None
     today: dt.date
     named: set[int] | None = None  # first chunks of the notes the query names
-    chunks: dict[int, ChunkRecord] = field(default_factory=dict)
+    chunks: dict[int, ChunkHead] = field(default_factory=dict)
+    tiers: dict[int, PathTier] = field(default_factory=dict)
     factors: dict[int, RankFactors] = field(default_factory=dict)
+    texts: dict[int, str] = field(default_factory=dict)  # of the chunks shown
     snippets: dict[int, Snippet] = field(default_factory=dict)
-    tokens: dict[int, list[Token]] = field(default_factory=dict)  # of a chunk's text
+    tokens: dict[int, list[Token]] = field(default_factory=dict)  # of a non-ASCII text
     term_sets: dict[int, frozenset[str]] = field(default_factory=dict)  # what MMR compares
     media: dict[str, MediaFacts | None] = field(default_factory=dict)
 
-    def factors_of(self, chunk: ChunkRecord) -> RankFactors:
+    def factors_of(self, chunk: ChunkHead) -> RankFactors:
         factors = self.factors.get(chunk.id)
         if factors is None:
             options = self.options
             note_date = dt.date.fromisoformat(chunk.note_date) if chunk.note_date else None
             recency = recency_factor(note_date, self.today, options.half_life_days, options.recency)
+            # An entry's own annotation speaks for its passage before the note's.
+            annotated = annotations_in(chunk.annotated).importance if chunk.annotated else None
             factors = RankFactors(
                 recency=recency,
-                # An entry's own annotation speaks for its passage before the note's.
-                importance=importance_factor(
-                    annotations_in(chunk.text).importance or chunk.importance
-                ),
-                tier=self.query.path.tier(chunk.path),
+                importance=importance_factor(annotated or chunk.importance),
+                tier=self.tiers[chunk.id],
                 recency_weight=recency_weight(recency, options.recency_floor),
             )
             self.factors[chunk.id] = factors
         return factors
 
-    def snippet_of(self, chunk: ChunkRecord) -> Snippet:
+    def snippet_of(self, chunk: ChunkHead) -> Snippet:
         snippet = self.snippets.get(chunk.id)
         if snippet is None:
             terms = frozenset(self.query.terms)
-            shown = without_annotations(chunk.text)
+            text = self.texts[chunk.id]
+            shown = without_annotations(text)
             # Without annotations the snippet's text is the chunk's: MMR's tokens serve it.
-            tokens = self.tokens.get(chunk.id) if shown is chunk.text else None
+            tokens = self.tokens.get(chunk.id) if shown is text else None
             snippet = make_snippet(shown, terms, tokens=tokens)
             self.snippets[chunk.id] = snippet
         return snippet
 
-    def term_set_of(self, chunk: ChunkRecord) -> frozenset[str]:
-        """The folded terms of a chunk's text (as `snippet_tokens`), tokenised once a search
-        and the tokens kept for its snippet."""
+    def term_set_of(self, chunk: ChunkHead) -> frozenset[str]:
+        """The folded terms of a chunk's text (`snippet_tokens`), found once a search: an
+        ASCII text's without a token for each word, any other's from its tokens, kept for
+        its snippet."""
         terms = self.term_sets.get(chunk.id)
         if terms is None:
-            tokens = self.tokens[chunk.id] = list(tokenize(chunk.text))
-            terms = self.term_sets[chunk.id] = frozenset(token.term for token in tokens)
+            text = self.texts[chunk.id]
+            if text.isascii():
+                terms = snippet_tokens(text)
+            else:
+                tokens = self.tokens[chunk.id] = list(tokenize(text))
+                terms = frozenset(token.term for token in tokens)
+            self.term_sets[chunk.id] = terms
         return terms
 
 
@@ -272,6 +282,7 @@ class Searcher:
         self._health: tuple[tuple[int, int | None], _KeywordHealth] | None = None
         self._damaged_stamp: int | None = None
         self._vectors_damaged = False
+        self._path_words: tuple[int, PathWords] | None = None
         self._admitted: tuple[tuple[int, NoteFilter], Admitted] | None = None
         self._other_sources: tuple[tuple[int, tuple[str, ...]], bool] | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
@@ -420,8 +431,8 @@ class Searcher:
         if admitted is not None:
             allowed = set(admitted.chunks.tolist())
             scores = {chunk: score for chunk, score in scores.items() if chunk in allowed}
-        chunks: dict[int, ChunkRecord] = self._with_store(
-            lambda s: s.chunks_by_id(list(scores)), {}
+        chunks: dict[int, ChunkHead] = self._with_store(
+            lambda s: s.chunk_heads_by_id(list(scores)), {}
         )
         best: dict[int, tuple[int, float]] = {}
         for chunk_id, score in scores.items():
@@ -565,6 +576,7 @@ class Searcher:
         """The legs' hits merged, weighed, selected, diversified and made into hits."""
         options = work.options
         chosen = self._select(self._candidates(work, legs), options)
+        self._texts(work, [c.chunk.id for c in chosen])
         if options.mmr and len(chosen) > 1:
             chosen = self._diversify(work, chosen, options.mmr_lambda)
         hits = [_hit(c, work.snippet_of(c.chunk), legs.vector) for c in chosen]
@@ -607,6 +619,7 @@ class Searcher:
         ids = list(merged)
         ids.extend(i for i in named if i not in merged)
         chunks = self._chunks(work, ids)
+        self._tiers(work, [chunks[i] for i in ids if i in chunks and i not in work.tiers])
         candidates: list[_Candidate] = []
         for chunk_id in ids:
             chunk = chunks.get(chunk_id)
@@ -627,13 +640,40 @@ class Searcher:
         candidates.sort(key=lambda c: rank_key(c.final, c.tier))
         return candidates
 
-    def _chunks(self, work: _RankingWork, ids: list[int]) -> dict[int, ChunkRecord]:
-        """The chunks `ids` name, each read from the store once a search."""
+    def _chunks(self, work: _RankingWork, ids: list[int]) -> dict[int, ChunkHead]:
+        """The chunks `ids` name, without their texts, each read from the store once a
+        search."""
         missing = [chunk_id for chunk_id in ids if chunk_id not in work.chunks]
         if missing:
-            found: dict[int, ChunkRecord] = self._with_store(lambda s: s.chunks_by_id(missing), {})
+            found: dict[int, ChunkHead] = self._with_store(
+                lambda s: s.chunk_heads_by_id(missing), {}
+            )
             work.chunks.update(found)
         return work.chunks
+
+    def _texts(self, work: _RankingWork, ids: list[int]) -> None:
+        """The texts of the chunks shown (their snippets, MMR), read once a search; one
+        deleted since its record was read shows as empty."""
+        missing = [chunk_id for chunk_id in ids if chunk_id not in work.texts]
+        if missing:
+            found: dict[int, str] = self._with_store(lambda s: s.chunk_texts(missing), {})
+            work.texts.update({chunk_id: found.get(chunk_id, "") for chunk_id in missing})
+
+    def _tiers(self, work: _RankingWork, chunks: list[ChunkHead]) -> None:
+        """The path tier of each chunk, for all of them at once (`path_tiers`)."""
+        if not chunks:
+            return
+        table: PathWords | None = self._with_store(self._path_words_of, None)
+        candidates = [(chunk.file_id, chunk.path) for chunk in chunks]
+        tiers = path_tiers(work.query.path, candidates, table)
+        work.tiers.update((chunk.id, tier) for chunk, tier in zip(chunks, tiers, strict=True))
+
+    def _path_words_of(self, store: Store) -> PathWords:
+        """Every indexed path's words, built again when the store changes."""
+        generation = store.generation()
+        if self._path_words is None or self._path_words[0] != generation:
+            self._path_words = (generation, PathWords(store.file_paths()))
+        return self._path_words[1]
 
     @staticmethod
     def _select(candidates: list[_Candidate], options: ResolvedOptions) -> list[_Candidate]:

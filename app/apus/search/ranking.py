@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import functools
 import math
 import posixpath
 from collections.abc import Callable, Sequence
@@ -101,23 +100,10 @@ def normalise_path(text: str) -> str:
     return path
 
 
-@dataclass(frozen=True)
-class _PathForms:
-    path: str
-    basename: str
-    stem: str
-    words: frozenset[str]
-
-
-@functools.lru_cache(maxsize=1 << 13)
-def _path_forms(rel_path: str) -> _PathForms:
-    """A stored path's folded forms; cached because every search re-tiers up to 400
-    candidates and the same notes come back query after query (8k entries: a few MB)."""
-    path = normalise_path(rel_path)
-    basename = posixpath.basename(path)
-    stem_path = posixpath.splitext(path)[0]
-    words = frozenset(token.term for token in tokenize(stem_path))
-    return _PathForms(path, basename, posixpath.splitext(basename)[0], words)
+def path_words(path: str) -> frozenset[str]:
+    """The folded words of a normalised path without its extension: what a partial tier
+    matches whole (`apus.search.path_words` holds them for every indexed path)."""
+    return frozenset(token.term for token in tokenize(posixpath.splitext(path)[0]))
 
 
 @dataclass(frozen=True)
@@ -136,22 +122,28 @@ class QueryPath:
 
     def tier(self, rel_path: str) -> PathTier:
         """How this query names `rel_path`: exact > basename > stem > partial > none."""
-        q = self.form
-        if not q or not rel_path:
+        if not self.form or not rel_path:
             return PathTier.NONE
-        if rel_path.isascii() and not self._may_name(normalise_path(rel_path)):
+        path = normalise_path(rel_path)
+        if rel_path.isascii() and not self._may_name(path):
             # Most candidates: the query is no part of the path, nor are its words.
             return PathTier.NONE
-        forms = _path_forms(rel_path)
-        if not forms.path:
+        return self.tier_of_normalised(path, lambda: set(self.words) <= path_words(path))
+
+    def tier_of_normalised(self, path: str, holds_words: Callable[[], bool]) -> PathTier:
+        """`tier` of a path already normalised; `holds_words`: whether every word of the
+        query is a word of the path without its extension (asked only when it decides)."""
+        q = self.form
+        if not q or not path:
             return PathTier.NONE
-        if q == forms.path:
+        if q == path:
             return PathTier.EXACT
-        if q == forms.basename:
+        basename = posixpath.basename(path)
+        if q == basename:
             return PathTier.BASENAME
-        if q == forms.stem:
+        if q == posixpath.splitext(basename)[0]:
             return PathTier.STEM
-        if len(q) >= _MIN_PARTIAL_LEN and self._names_part_of(forms):
+        if len(q) >= _MIN_PARTIAL_LEN and self._names_part_of(path, holds_words):
             return PathTier.PARTIAL
         return PathTier.NONE
 
@@ -161,13 +153,13 @@ class QueryPath:
         lowered substrings), so a path without them is NONE without being tokenised."""
         return self.form in path or (bool(self.words) and all(word in path for word in self.words))
 
-    def _names_part_of(self, forms: _PathForms) -> bool:
+    def _names_part_of(self, path: str, holds_words: Callable[[], bool]) -> bool:
         """A query names part of a path when it is a run of whole path words ("homelab",
         "projects/homelab") or, containing a separator, a plain substring ("lab-k3s")."""
-        if self.has_separator and self.form in forms.path:
+        if self.has_separator and self.form in path:
             return True
         # Whole words only: "or" must not tier `home-network.md`, nor "md" every note.
-        return bool(self.words) and all(word in forms.words for word in self.words)
+        return bool(self.words) and holds_words()
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apus.vault.text import Token, tokenize
+from apus.vault.text import Token, term_spans
 
 SNIPPET_CHARS = 240
 # `\s` is `str.isspace` for str patterns: the runs a result line shows as one space.
@@ -29,21 +29,23 @@ def make_snippet(
     """The window of `width` chars holding the most matched terms (the start when none).
 
     `tokens`: `chunk_text` already tokenised (a search shares one tokenisation of a chunk
-    between its snippet and MMR)."""
+    between its snippet and MMR); without them only the matches are looked for
+    (`term_spans`), not every word."""
     if not query_terms:
-        matches: list[Token] = []
+        matches: list[tuple[int, int]] = []
+    elif tokens is not None:
+        matches = [(t.start, t.end) for t in tokens if t.term in query_terms]
     else:
-        every = tokenize(chunk_text) if tokens is None else tokens
-        matches = [t for t in every if t.term in query_terms]
+        matches = term_spans(chunk_text, query_terms)
     if matches:
-        best_start, best_count = matches[0].start, 0
+        best_start, best_count = matches[0][0], 0
         right = 0
-        for left, token in enumerate(matches):
+        for left, (token_start, _) in enumerate(matches):
             right = max(right, left)
-            while right < len(matches) and matches[right].end - token.start <= width:
+            while right < len(matches) and matches[right][1] - token_start <= width:
                 right += 1
             if right - left > best_count:
-                best_start, best_count = token.start, right - left
+                best_start, best_count = token_start, right - left
         # Start a little before the first match so it reads in context.
         start = max(0, best_start - width // 6)
     else:
@@ -51,9 +53,7 @@ def make_snippet(
     start = _word_boundary(chunk_text, start)
     end = min(len(chunk_text), start + width)
     window = chunk_text[start:end]
-    spans = tuple(
-        (t.start - start, t.end - start) for t in matches if t.start >= start and t.end <= end
-    )
+    spans = tuple((s - start, e - start) for s, e in matches if s >= start and e <= end)
     lead = "…" if start > 0 else ""
     tail = "…" if end < len(chunk_text) else ""
     collapsed, spans = _collapse_whitespace(window, spans)

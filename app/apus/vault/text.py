@@ -253,8 +253,35 @@ def _tenths(text: str) -> int:
 
 
 def snippet_tokens(text: str) -> frozenset[str]:
-    """The set of folded terms of `text`, for Jaccard similarity between snippets."""
-    return frozenset(token.term for token in tokenize(text))
+    """The set of folded terms of `text` (`tokenize`'s), for Jaccard similarity between
+    snippets; without making a `Token` for every word."""
+    if text.isascii():
+        # As `tokenize`'s ASCII path; lowering the whole text first moves no offsets.
+        return frozenset(_ASCII_WORD_RE.findall(text.lower()))
+    return frozenset(_unicode_terms(text))
+
+
+@lru_cache(maxsize=256)
+def _ascii_terms_re(terms: frozenset[str]) -> re.Pattern[str] | None:
+    """Whole ASCII words equal to one of `terms`, in lowered ASCII text (None: no term could
+    be one)."""
+    ascii_terms = sorted(t for t in terms if t.isascii() and _ASCII_WORD_RE.fullmatch(t))
+    if not ascii_terms:
+        return None
+    either = "|".join(re.escape(term) for term in ascii_terms)
+    return re.compile(rf"(?<![a-z0-9])(?:{either})(?![a-z0-9])")
+
+
+def term_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
+    """Where `text` has a token whose term is one of `terms`, in order: the spans of those
+    tokens of `tokenize(text)`. ASCII text is searched for the terms alone (one regex pass,
+    no token made for the words around them)."""
+    if not terms:
+        return []
+    if text.isascii():
+        pattern = _ascii_terms_re(terms)
+        return [] if pattern is None else [m.span() for m in pattern.finditer(text.lower())]
+    return [(t.start, t.end) for t in tokenize(text) if t.term in terms]
 
 
 # Function words a query carries but a note's relevance does not: "where do I keep the wifi

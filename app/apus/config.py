@@ -197,6 +197,13 @@ class SearchSettings(_Section):
     # Ask the provider for vectors this wide (OpenAI `dimensions`, Gemini
     # `outputDimensionality`, Voyage `output_dimension`, Titan v2); 0: the model's own width.
     output_dimensionality: int = Field(0, ge=0, le=65536)
+    # Search the first N dimensions of each vector (Matryoshka truncation; the store keeps
+    # the full width, so a change rebuilds vectors.faiss, never re-embeds); 0: the model's
+    # default (apus.index.vector_layout).
+    vector_dims: int = Field(0, ge=0, le=65536)
+    # How vectors.faiss stores them, both searched exhaustively: float32 ("flat") or float16
+    # ("fp16": half the bytes a query reads; measured to rank as float32 does).
+    vector_index: Literal["flat", "fp16"] = "flat"
     # When auto/local embeddings cannot run: "keyword" searches by keyword (and says why);
     # "none" makes search fail with the reason instead, like an explicit remote provider.
     fallback: Literal["none", "keyword"] = "keyword"

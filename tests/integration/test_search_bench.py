@@ -61,7 +61,7 @@ def test_synthetic_vectors_without_a_model_use_random_query_vectors(tmp_path: Pa
     out = run_apus(
         "bench", "search", "--corpus", _corpus(tmp_path), "--synthetic-vectors", "--queries", "4"
     ).stdout
-    assert "random query vectors" in out
+    assert "768 dims, random query vectors" in out
     _rows(out, ("fts5", "keyword-leg", "keyword", "hybrid", "vector-leg"), 4)
     assert not re.search(r"^embedding\s", out, re.M)  # nothing was embedded
 
@@ -71,3 +71,65 @@ def test_hybrid_without_vectors_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "need vectors" in done.stderr
     assert "--synthetic-vectors" in done.stderr
+
+
+def test_synthetic_vectors_are_searched_at_the_width_asked_for(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path)
+    out = run_apus(
+        "bench",
+        "search",
+        "--corpus",
+        corpus,
+        "--synthetic-vectors",
+        "--vector-dims",
+        "256",
+        "--queries",
+        "4",
+    ).stdout
+    assert "256 dims, random query vectors" in out
+    _rows(out, ("hybrid", "vector-leg"), 4)
+    wide = run_apus(
+        "bench",
+        "search",
+        "--corpus",
+        corpus,
+        "--synthetic-vectors",
+        "--vector-dims",
+        "1024",
+        expect=1,
+    )
+    assert "memory.search.vectorDims 1024 is wider than the model's 768 dimensions" in (wide.stderr)
+
+
+VECTOR_ROW = (
+    r"^{kind}\s+{dims}\s+(?P<build>[\d.]+)\s+(?P<mb>[\d.]+)\s+(?P<p50>[\d.]+)\s+"
+    r"(?P<p95>[\d.]+)\s+(?P<cpu50>[\d.]+)\s+(?P<cpu95>[\d.]+)\s+(?P<recall>[\d.]+)"
+)
+
+
+def test_the_vector_benchmark_compares_index_kinds_and_widths() -> None:
+    out = run_apus(
+        "bench",
+        "vectors",
+        "--vectors",
+        "600",
+        "--queries",
+        "20",
+        "--dims",
+        "64,32",
+        timeout=300,
+    ).stdout
+    assert out.startswith("600 vectors (random), 20 queries, k=10"), out
+    rows = {}
+    for kind in ("flat", "hnsw M32 ef64", "hnsw M32 ef128", "ivf97 nprobe8", "ivf97 nprobe16"):
+        for dims in (64, 32):
+            row = re.search(VECTOR_ROW.format(kind=re.escape(kind), dims=dims), out, re.M)
+            assert row, (kind, dims, out)
+            rows[kind, dims] = row
+    for dims in (64, 32):
+        assert float(rows["flat", dims]["recall"]) == 1.0  # the reference itself
+    # Bytes follow the width: a flat index at half the width is half the size.
+    assert float(rows["flat", 32]["mb"]) < float(rows["flat", 64]["mb"])
+    # A wider search than the vectors hold is refused.
+    done = run_apus("bench", "vectors", "--vectors", "100", "--dims", "1024", expect=2)
+    assert "widths must be 1..768" in done.stderr

@@ -28,9 +28,11 @@ import numpy as np
 
 from apus.benchmarks.measure import peak_rss_mb, percentile
 from apus.config import Settings, load_settings
+from apus.embed.base import EmbeddingIdentity
 from apus.errors import ApusError
 from apus.index.keyword import KeywordIndex
 from apus.index.store import Store
+from apus.index.vector_layout import layout_for
 from apus.index.vectors import nearest
 from apus.search.engine import Searcher
 from apus.search.options import Mode, SearchOptions
@@ -46,8 +48,10 @@ if TYPE_CHECKING:
 # and snippets of the first ten.
 _SHOWN = 10
 _FTS_FILE = "fts5-reference.sqlite"
-# EmbeddingGemma's width, the shipped model's: random query vectors stand in for its output.
+# EmbeddingGemma's width, the shipped model's: random query vectors stand in for its output
+# (and are searched at its default width, as its vectors would be).
 _SYNTHETIC_DIMS = 768
+_SYNTHETIC_IDENTITY = EmbeddingIdentity("synthetic", "random", "", "embeddinggemma@1", 768)
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class SearchBenchResult:
     peak_rss_mb: float
     synthetic_vectors: bool
     embedded_queries: bool  # the synthetic run's query vectors came from the model
+    vector_width: int = 0  # the synthetic vectors' width (0: none)
 
     def timing(self, name: str) -> Timing | None:
         return next((t for t in self.timings if t.name == name), None)
@@ -143,16 +148,22 @@ class _PrecomputedVectorLeg:
 
 
 def _synthetic_leg(
-    store: Store, texts: list[str], vault: Path, index_dir: Path, model_path: str
+    store: Store,
+    texts: list[str],
+    vault: Path,
+    index_dir: Path,
+    model_path: str,
+    vector_dims: int = 0,
 ) -> tuple[_PrecomputedVectorLeg, Timing | None]:
     """Random unit vectors in FAISS, and query vectors: the model's when one is given (each
-    embedding timed, before and apart from the searches), random unit vectors otherwise."""
+    embedding timed, before and apart from the searches), random unit vectors otherwise;
+    `vector_dims` truncates both as memory.search.vectorDims does (0: full width)."""
     if not model_path:
         rng = np.random.default_rng(11)
-        dims = _SYNTHETIC_DIMS
-        rows = _unit_rows(rng, len(texts), dims)
+        layout = layout_for(_SYNTHETIC_IDENTITY, vector_dims)
+        rows = layout.fit(_unit_rows(rng, len(texts), _SYNTHETIC_DIMS))
         vectors = {text: rows[i] for i, text in enumerate(texts)}
-        return _PrecomputedVectorLeg(_synthetic_faiss(store, dims), vectors), None
+        return _PrecomputedVectorLeg(_synthetic_faiss(store, layout.dims), vectors), None
     from apus.embed.providers import resolve_provider
 
     model_settings = bench_settings(vault, index_dir, "local", model_path)
@@ -171,9 +182,10 @@ def _synthetic_leg(
             vectors[text] = embedder.embed([embedder.query_text(text)], kind="query")[0]
             cpus.append((time.thread_time() - cpu) * 1000)
             walls.append((time.perf_counter() - wall) * 1000)
-        dims = embedder.identity.dims
+        layout = layout_for(embedder.identity, vector_dims)
     finally:
         embedder.close()
+    vectors = {text: layout.fit(vector) for text, vector in vectors.items()}
     embedding = Timing(
         "embedding",
         "query embedding alone (before the searches; CPU is this process's share)",
@@ -183,7 +195,7 @@ def _synthetic_leg(
         percentile(cpus, 50),
         percentile(cpus, 95),
     )
-    return _PrecomputedVectorLeg(_synthetic_faiss(store, dims), vectors), embedding
+    return _PrecomputedVectorLeg(_synthetic_faiss(store, layout.dims), vectors), embedding
 
 
 def _unit_rows(rng: np.random.Generator, count: int, dims: int) -> np.ndarray:
@@ -345,6 +357,14 @@ def _interleaved(
     return vector_walls, vector_cpus
 
 
+def _refuse_without_vectors(modes: tuple[Mode, ...], model_path: str, synthetic: bool) -> None:
+    if any(mode != "keyword" for mode in modes) and not (model_path or synthetic):
+        raise BenchSetupError(
+            "Vector and hybrid modes need vectors to search.",
+            "add --synthetic-vectors (random vectors, latency only) or --model MODEL.gguf",
+        )
+
+
 def run_search_bench(
     corpus: Path,
     index_dir: Path,
@@ -354,15 +374,12 @@ def run_search_bench(
     model_path: str = "",
     synthetic_vectors: bool = False,
     copies: int = 1,
+    vector_dims: int = 0,
 ) -> SearchBenchResult:
     """Index the corpus (or reuse `index_dir`), then time every system on every query."""
     from apus.memory import Memory
 
-    if any(mode != "keyword" for mode in modes) and not (model_path or synthetic_vectors):
-        raise BenchSetupError(
-            "Vector and hybrid modes need vectors to search.",
-            "add --synthetic-vectors (random vectors, latency only) or --model MODEL.gguf",
-        )
+    _refuse_without_vectors(modes, model_path, synthetic_vectors)
     vault = replicate_corpus(corpus, index_dir.parent / "vault", copies)
     provider = "local" if model_path and not synthetic_vectors else "none"
     settings = bench_settings(vault, index_dir, provider, model_path)
@@ -377,7 +394,7 @@ def run_search_bench(
         generation = store.generation()
         fts = _Fts5Reference(index_dir.parent / _FTS_FILE, store)
         leg, leg_embedding = (
-            _synthetic_leg(store, texts, vault, index_dir, model_path)
+            _synthetic_leg(store, texts, vault, index_dir, model_path, vector_dims)
             if synthetic_vectors
             else (None, None)
         )
@@ -424,4 +441,5 @@ def run_search_bench(
         peak_rss_mb(),
         synthetic_vectors,
         bool(model_path),
+        int(leg.index.d) if leg is not None else 0,
     )

@@ -122,6 +122,13 @@ def bench_sessions(
 )
 @click.option("--copies", default=1, show_default=True, help="Index N copies of the corpus.")
 @click.option(
+    "--vector-dims",
+    default=0,
+    type=click.IntRange(min=0),
+    help="With --synthetic-vectors: search the first N dimensions, as "
+    "memory.search.vectorDims does (0: the model's default width).",
+)
+@click.option(
     "--index-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep the index here (reused by the next run) instead of a scratch folder.",
@@ -134,6 +141,7 @@ def bench_search(
     model: str | None,
     synthetic_vectors: bool,
     copies: int,
+    vector_dims: int,
     index_dir: Path | None,
 ) -> None:
     """Query latency p50/p95, wall and thread CPU, over queries sampled from the corpus:
@@ -152,6 +160,7 @@ def bench_search(
             model_path=model or "",
             synthetic_vectors=synthetic_vectors,
             copies=copies,
+            vector_dims=vector_dims,
         )
     for line in search_table(r):
         click.echo(line)
@@ -162,7 +171,7 @@ def search_table(r: SearchBenchResult) -> list[str]:
     note = ""
     if r.synthetic_vectors:
         source = "the model's" if r.embedded_queries else "random"
-        note = f" (synthetic vectors, {source} query vectors: latency only)"
+        note = f" (synthetic vectors, {r.vector_width} dims, {source} query vectors: latency only)"
     lines = [
         f"index: {r.files} files, {r.chunks} chunks (built in {r.index_seconds:.1f} s){note}",
         "systems alternate query by query; ms, wall time | thread CPU time",
@@ -185,6 +194,51 @@ def search_table(r: SearchBenchResult) -> list[str]:
         )
     lines.append(f"peak RSS {r.peak_rss_mb:.0f} MB (this process, indexing included)")
     return lines
+
+
+@bench.command("vectors")
+@click.option("--vectors", "count", default=118_000, show_default=True, help="Random unit vectors.")
+@click.option(
+    "--index-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Use the vectors of this index's store instead of random ones.",
+)
+@click.option("--queries", default=300, show_default=True, help="Held-out vectors as queries.")
+@click.option(
+    "--dims",
+    default="768,512,256",
+    show_default=True,
+    help="Widths (Matryoshka truncation of the first N dimensions).",
+)
+@click.option(
+    "--kinds",
+    default="fp16,sq8,hnsw,ivf",
+    show_default=True,
+    help="Indexes beside flat: fp16/sq8 (compressed codes, exhaustive), hnsw, ivf.",
+)
+@guarded
+def bench_vectors(count: int, index_dir: Path | None, queries: int, dims: str, kinds: str) -> None:
+    """Flat vs HNSW vs IVF FAISS indexes at each width: build time, MB, search latency p50/p95
+    (wall and thread CPU, one thread, interleaved) and recall@10 against flat."""
+    from apus.benchmarks.vector_bench import (
+        held_out,
+        random_unit,
+        run_vector_bench,
+        store_vectors,
+        vector_table,
+    )
+
+    source = "random" if index_dir is None else f"the store of {index_dir}"
+    full = random_unit(count + queries, 768) if index_dir is None else store_vectors(index_dir)
+    widths = [int(w) for w in dims.split(",") if w.strip()]
+    if not widths or max(widths) > full.shape[1] or min(widths) < 1:
+        raise click.BadParameter(f"widths must be 1..{full.shape[1]}", param_hint="--dims")
+    indexed, asked = held_out(full, queries)
+    chosen = [k.strip() for k in kinds.split(",") if k.strip()]
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    r = run_vector_bench(indexed, asked, widths=widths, kinds=chosen, source=source, say=say)
+    for line in vector_table(r):
+        click.echo(line)
 
 
 @bench.command("embed")

@@ -27,6 +27,7 @@ from apus.errors import ConfigError
 
 if TYPE_CHECKING:
     from apus.embed.local.embedder import LocalEmbedder
+    from apus.index.vector_layout import IndexKind
 
 __all__ = [
     "LMSTUDIO_DEFAULT_URL",
@@ -64,6 +65,8 @@ class ProviderResolution:
     state: Literal["semantic", "keyword-only", "off", "unavailable"]
     reason: str
     fix: str = ""
+    vector_dims: int = 0  # memory.search.vectorDims: the width vectors.faiss searches at
+    vector_index: IndexKind = "flat"  # memory.search.vectorIndex: how it stores them
 
 
 def resolve_provider(settings: SearchSettings) -> ProviderResolution:
@@ -82,7 +85,13 @@ def resolve_provider(settings: SearchSettings) -> ProviderResolution:
     else:
         info = embedder.describe()
         reason = f"{settings.provider} model {info['model']} at {info['endpoint']}"
-    return ProviderResolution(embedder, "semantic", reason)
+    return ProviderResolution(
+        embedder,
+        "semantic",
+        reason,
+        vector_dims=settings.vector_dims,
+        vector_index=settings.vector_index,
+    )
 
 
 def known_failure(embedder: Embedder | None) -> EmbeddingUnavailable | None:

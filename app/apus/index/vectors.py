@@ -197,6 +197,14 @@ class VectorIndex:
                 return {}
             return nearest(loaded.index, query, k, allowed)
 
+    def stamped_key(self, identity_key: str) -> str:
+        """The key the stamp names when it is of this identity at any layout (width, kind),
+        else `identity_key`: what a check of the file against its stamp reads with."""
+        named = (self.stamp() or {}).get("identity")
+        if isinstance(named, str) and named.split(":", 1)[0] == identity_key:
+            return named
+        return identity_key
+
     def count(self, identity_key: str) -> int:
         """Vectors on disk for this identity, from the stamp (reading the index costs MBs)."""
         stamp = self.stamp()
@@ -236,7 +244,9 @@ def _stamp_problem(stamp: dict[str, Any] | None, identity_key: str) -> VectorHea
     if stamp is None:
         return VectorHealth("missing", "vectors.faiss has not been built yet")
     if stamp.get("identity") != identity_key:
-        return VectorHealth("missing", "vectors.faiss was built for another embedding model")
+        return VectorHealth(
+            "missing", "vectors.faiss was built for another embedding model or vector width"
+        )
     return None
 
 

@@ -32,6 +32,7 @@ from apus.errors import Problem
 from apus.index.identity import decide, record_identity, stored_identity
 from apus.index.store import Store
 from apus.index.triggers import TRUSTED_FILES, trigger_text, triggers_of, trusted_files
+from apus.index.vector_layout import layout_for
 from apus.index.vectors import cache_key
 from apus.indexing.media import embed_media_chunks, split_media
 from apus.indexing.progress import Eta, ProgressCallback, SyncProgress
@@ -83,6 +84,7 @@ def run_embedding(
         return EmbedOutcome("unavailable", problem=Problem(provider.reason, provider.fix))
     try:
         identity = embedder.identity
+        layout = layout_for(identity, provider.vector_dims, provider.vector_index)
     except EmbeddingError as exc:
         return EmbedOutcome("unavailable", problem=exc.problem)
     decision = decide(stored_identity(store), identity)
@@ -93,7 +95,7 @@ def run_embedding(
             store.forget_vectors(identity.key())
     eta = Eta()
     vectors = VectorWriter(index_dir)
-    appender = VectorAppender(vectors, store, identity)
+    appender = VectorAppender(vectors, store, identity, layout)
     # Chunks that had a vector before this run: progress is the vault's, not the run's.
     before = store.vector_count(identity.key())
 
@@ -117,7 +119,7 @@ def run_embedding(
             record_identity(store, identity)
     # Complete or not, the file ends holding every vector of this identity the store has:
     # a partial file is served as partial (its identity is the current one).
-    vectors.refresh(store, identity)
+    vectors.refresh(store, identity, layout)
     if vectors.last_refresh.state == "rebuilt":
         outcome = replace(outcome, vectors_rebuilt=vectors.last_refresh.reason)
     if outcome.state == "done" and cancel is not None and cancel.is_set() and not complete:

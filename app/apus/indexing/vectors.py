@@ -21,6 +21,7 @@ import numpy as np
 
 from apus.embed.base import EmbeddingIdentity
 from apus.index.store import Store
+from apus.index.vector_layout import VectorLayout
 from apus.index.vectors import LoadedIndex, VectorHealth, VectorIndex
 
 # Vectors compared with the store on each refresh: cheap, and over many syncs they catch a
@@ -38,14 +39,17 @@ class VectorWriter(VectorIndex):
         # refresh grows it in memory instead of reading the file back.
         self._written: tuple[faiss.IndexIDMap, tuple[object, ...]] | None = None
 
-    def refresh(self, store: Store, identity: EmbeddingIdentity) -> int:
-        """Bring the FAISS file in line with the store's vectors for `identity`; return count.
+    def refresh(self, store: Store, identity: EmbeddingIdentity, layout: VectorLayout) -> int:
+        """Bring the FAISS file in line with the store's vectors for `identity`, held as
+        `layout` says (its width, its kind); return the count.
 
-        A file that is missing, damaged, built from another store, or whose vectors differ
-        from the store's is rebuilt from the store; `last_refresh` says so and why.
+        A file that is missing, damaged, built from another store or another layout, or
+        whose vectors differ from the store's is rebuilt from the store; `last_refresh` says
+        so and why.
         """
-        key = identity.key()
-        loaded = self._own_or_load(key)
+        key = identity.key()  # the store's vectors
+        file_key = layout.key(identity)  # what the file's stamp names
+        loaded = self._own_or_load(file_key)
         index = loaded.index
         problem = "" if loaded.health.usable or not loaded.built else loaded.health.reason
         stamp = self.stamp() or {}
@@ -53,22 +57,22 @@ class VectorWriter(VectorIndex):
             index, problem = None, "it was written by an older Apus, without a checksum"
         elif index is not None and stamp.get("store_id") != store.store_id():
             index, problem = None, "it was built from another index database"
-        elif index is not None and index.d != identity.dims:
-            problem = f"it has {index.d} dimensions, the model {identity.dims}"
+        elif index is not None and index.d != layout.dims:
+            problem = f"it has {index.d} dimensions, the settings ask for {layout.dims}"
             index = None
         wanted = store.vector_chunk_ids(key)
-        changed = index is None or stamp.get("identity") != key
+        changed = index is None or stamp.get("identity") != file_key
         if index is not None:
-            changed |= self._update(index, store, key, wanted)
-            problem = _content_problem(index, store, key, wanted)
+            changed |= self._update(index, store, key, wanted, layout)
+            problem = _content_problem(index, store, key, wanted, layout)
             if problem:
                 index = None
         if index is None:
-            index = self._build(store, identity, wanted)
+            index = self._build(store, key, wanted, layout)
             changed = True
         self.last_refresh = VectorHealth("rebuilt", problem) if problem else VectorHealth("ok")
         if changed:
-            self._write(index, key, store.store_id(), repaired=problem)
+            self._write(index, file_key, store.store_id(), repaired=problem)
         return int(index.ntotal)
 
     def _own_or_load(self, key: str) -> LoadedIndex:
@@ -79,20 +83,22 @@ class VectorWriter(VectorIndex):
         return self._load(key)
 
     @staticmethod
-    def _update(index: faiss.IndexIDMap, store: Store, key: str, wanted: set[int]) -> bool:
+    def _update(
+        index: faiss.IndexIDMap, store: Store, key: str, wanted: set[int], layout: VectorLayout
+    ) -> bool:
         """Remove vectors of chunks gone, add those of new chunks; True if anything changed."""
         present = set(faiss.vector_to_array(index.id_map).tolist()) if index.ntotal else set()
         stale = present - wanted
         if stale:
             index.remove_ids(faiss.IDSelectorBatch(np.fromiter(stale, dtype=np.int64)))
         missing = sorted(wanted - present)
-        _add_from_store(index, store, key, missing)
+        _add_from_store(index, store, key, missing, layout)
         return bool(stale or missing)
 
     @staticmethod
-    def _build(store: Store, identity: EmbeddingIdentity, wanted: set[int]) -> faiss.IndexIDMap:
-        index = faiss.IndexIDMap2(faiss.IndexFlatIP(identity.dims))
-        _add_from_store(index, store, identity.key(), sorted(wanted))
+    def _build(store: Store, key: str, wanted: set[int], layout: VectorLayout) -> faiss.IndexIDMap:
+        index = layout.new_index()
+        _add_from_store(index, store, key, sorted(wanted), layout)
         return index
 
     def _write(
@@ -134,11 +140,18 @@ class VectorAppender:
 
     GROWTH = 0.25
 
-    def __init__(self, writer: VectorWriter, store: Store, identity: EmbeddingIdentity) -> None:
+    def __init__(
+        self,
+        writer: VectorWriter,
+        store: Store,
+        identity: EmbeddingIdentity,
+        layout: VectorLayout,
+    ) -> None:
         self.writer = writer
         self.store = store
         self.identity = identity
-        self.written = writer.count(identity.key())
+        self.layout = layout
+        self.written = writer.count(layout.key(identity))
         self.pending = 0
         self.writes = 0
 
@@ -146,12 +159,14 @@ class VectorAppender:
         """A batch of `chunks` vectors is committed to the store; write when it is time."""
         self.pending += chunks
         if self.pending and self.pending >= self.GROWTH * self.written:
-            self.written = self.writer.refresh(self.store, self.identity)
+            self.written = self.writer.refresh(self.store, self.identity, self.layout)
             self.pending = 0
             self.writes += 1
 
 
-def _add_from_store(index: faiss.Index, store: Store, key: str, chunk_ids: list[int]) -> None:
+def _add_from_store(
+    index: faiss.Index, store: Store, key: str, chunk_ids: list[int], layout: VectorLayout
+) -> None:
     if not chunk_ids:
         return
     ids: list[int] = []
@@ -160,16 +175,18 @@ def _add_from_store(index: faiss.Index, store: Store, key: str, chunk_ids: list[
         ids.append(chunk_id)
         rows.append(vector)
     if ids:
-        index.add_with_ids(np.vstack(rows).astype(np.float32), np.asarray(ids, np.int64))
+        index.add_with_ids(layout.fit(np.vstack(rows)), np.asarray(ids, np.int64))
 
 
-def _content_problem(index: faiss.Index, store: Store, key: str, wanted: set[int]) -> str:
+def _content_problem(
+    index: faiss.Index, store: Store, key: str, wanted: set[int], layout: VectorLayout
+) -> str:
     """Why the index does not hold the store's vectors, or "" (count, then a sample)."""
     if index.ntotal != len(wanted):
         return f"it held {index.ntotal} vectors for the store's {len(wanted)}"
     sample = random.sample(sorted(wanted), min(_SAMPLE, len(wanted)))
     for chunk_id, vector in store.vectors_for_chunks(key, sample):
-        if not np.allclose(index.reconstruct(chunk_id), vector, atol=1e-6):
+        if not np.allclose(index.reconstruct(chunk_id), layout.fit(vector), atol=layout.tolerance):
             return f"its vector of chunk {chunk_id} differs from the store's"
     return ""
 

@@ -169,8 +169,9 @@ def _index_facts(index_dir: Path) -> Check:
     facts["keyword"] = "ok" if not problems else problems[0]
     if identity is not None:
         vectors = VectorIndex(index_dir)
-        health = vectors.health(identity.key())
-        on_disk = vectors.count(identity.key())
+        key = vectors.stamped_key(identity.key())  # whatever width the settings chose
+        health = vectors.health(key)
+        on_disk = vectors.count(key)
         if not health.usable:
             problems.append(f"vectors.faiss: {health.reason}")
         elif on_disk != stored:

@@ -46,12 +46,13 @@ def _semantic_state(
     try:
         identity = embedder.identity
         readiness = leg.readiness()
+        vector_key = leg.layout(identity).key(identity)
     except EmbeddingError as exc:
         name: EmbeddingsStateName = (
             "unavailable" if is_remote(settings.search.provider) else "keyword-only"
         )
         return EmbeddingsState(name, exc.reason, exc.fix)
-    vectors = leg.vectors.count(identity.key())
+    vectors = leg.vectors.count(vector_key)
     stopped = known_failure(embedder)
     if stopped is not None:  # the server crashed again and again: not restarted for now
         return EmbeddingsState("unavailable", stopped.reason, stopped.fix, identity, vectors)
@@ -61,7 +62,7 @@ def _semantic_state(
             "keyword-only", "not indexed yet", "apus memory index", identity, vectors
         )
     if readiness.state == "ready":
-        health = leg.vectors.health(identity.key())
+        health = leg.vectors.health(vector_key)
         if not health.usable:
             return EmbeddingsState(
                 "keyword-only",

@@ -443,15 +443,18 @@ class Memory:
         self._provider = None
 
     def _start_reembed_if_due(self) -> None:
-        """Vectors made before task prefixes existed are rebuilt once, in the background."""
+        """Vectors made before task prefixes existed are rebuilt once, in the background;
+        so is vectors.faiss when memory.search.vectorDims or vectorIndex changed (from the
+        store: nothing is embedded again)."""
         leg = self._leg
         if leg is None:
             return
         try:
             decision = leg.decision()
+            relayout = decision is not None and decision.action == "serve" and leg.layout_changed()
         except EmbeddingError:
             return
-        if decision is not None and decision.action == "reembed":
+        if decision is not None and (decision.action == "reembed" or relayout):
             self.request_sync()
 
     def _repair_keyword(self, searcher: Searcher) -> bool:

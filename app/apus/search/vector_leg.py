@@ -20,6 +20,7 @@ from apus.errors import NO_PROBLEM, Problem
 from apus.index.identity import IdentityDecision, decide, stored_identity
 from apus.index.readiness import VectorReadiness, vector_readiness
 from apus.index.store import Store
+from apus.index.vector_layout import VectorLayout, layout_for
 from apus.index.vectors import VectorIndex
 
 
@@ -94,6 +95,16 @@ class ProviderVectorLeg:
         embedder = self.provider.embedder
         return None if embedder is None else embedder.identity
 
+    def layout(self, identity: EmbeddingIdentity) -> VectorLayout:
+        """The width and kind vectors.faiss holds (raises EmbeddingUnavailable for a
+        memory.search.vectorDims wider than the model)."""
+        return layout_for(identity, self.provider.vector_dims, self.provider.vector_index)
+
+    def vector_key(self) -> str | None:
+        """What vectors.faiss's stamp must name for this provider and layout."""
+        identity = self.identity()
+        return None if identity is None else self.layout(identity).key(identity)
+
     def decision(self) -> IdentityDecision | None:
         """Serve, re-embed, pause or fresh for the stored vectors; None before any index."""
         identity = self.identity()
@@ -108,6 +119,17 @@ class ProviderVectorLeg:
             if self._decided is None or self._decided[0] != version:
                 self._decided = (version, decide(stored_identity(self._store), identity))
             return self._decided[1]
+
+    def layout_changed(self) -> bool:
+        """Whether vectors.faiss holds this identity's vectors at another width or kind
+        than the settings ask for: one refresh rebuilds it from the store."""
+        identity = self.identity()
+        if identity is None:
+            return False
+        named = (self.vectors.stamp() or {}).get("identity")
+        if not isinstance(named, str) or named.split(":", 1)[0] != identity.key():
+            return False  # no file yet, or another model's: not a layout change
+        return named != self.layout(identity).key(identity)
 
     def embed_failure(self) -> Problem | None:
         """Why the last sync's embedding stopped short, until one completes."""
@@ -124,7 +146,8 @@ class ProviderVectorLeg:
 
     def readiness(self) -> VectorReadiness:
         """Whether the stored vectors can answer (raises EmbeddingError when the provider
-        cannot say what it embeds with)."""
+        cannot say what it embeds with, or its layout cannot be searched)."""
+        self.vector_key()  # a vectorDims the model cannot serve is said before any search
         return vector_readiness(
             self.decision(),
             progress=self.progress,
@@ -169,30 +192,34 @@ class ProviderVectorLeg:
 
     def _covered(self) -> frozenset[int]:
         """Chunk ids FAISS holds for the current identity (read only when its stamp has any)."""
-        identity = self.identity()
-        if identity is None or not self.vectors.count(identity.key()):
+        key = self.vector_key()
+        if key is None or not self.vectors.count(key):
             return frozenset()
-        return self.vectors.ids(identity.key())
+        return self.vectors.ids(key)
 
     def search(self, query: str, k: int, allowed: np.ndarray | None = None) -> dict[int, float]:
         embedder = self.provider.embedder
         if embedder is None:
             raise EmbeddingError(self.provider.reason, self.provider.fix)
+        identity = embedder.identity
+        layout = self.layout(identity)
         vector = embedder.embed([embedder.query_text(query)], kind="query")[0]
-        return self.vectors.search(vector, k, embedder.identity.key(), allowed)
+        return self.vectors.search(layout.fit(vector), k, layout.key(identity), allowed)
 
     def neighbours(self, chunk_ids: list[int], k: int) -> dict[int, float]:
         identity = self.identity()
         if identity is None or self.decision() is None:  # decision() opens the store
             return {}
-        key = identity.key()
+        layout = self.layout(identity)
         with self._lock:
             if self._store is None:
                 return {}
-            stored = list(self._store.vectors_for_chunks(key, chunk_ids))
+            stored = list(self._store.vectors_for_chunks(identity.key(), chunk_ids))
         best: dict[int, float] = {}
         for _chunk_id, vector in stored:
-            for found, score in self.vectors.search(vector, k, key).items():
+            for found, score in self.vectors.search(
+                layout.fit(vector), k, layout.key(identity)
+            ).items():
                 if score > best.get(found, -2.0):
                     best[found] = score
         return best

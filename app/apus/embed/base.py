@@ -17,6 +17,9 @@ import numpy as np
 
 from apus.errors import ApusError
 
+# How vectors.faiss stores vectors (memory.search.vectorIndex): float32, or float16 codes.
+IndexKind = Literal["flat", "fp16"]
+
 EmbedKind = Literal["query", "document"]
 
 

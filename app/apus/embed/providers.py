@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from apus.config import SearchSettings
-from apus.embed.base import Embedder, EmbeddingIdentity, EmbeddingUnavailable
+from apus.embed.base import Embedder, EmbeddingIdentity, EmbeddingUnavailable, IndexKind
 from apus.embed.clients import (
     LMSTUDIO_DEFAULT_URL,
     OLLAMA_DEFAULT_URL,
@@ -27,7 +27,6 @@ from apus.errors import ConfigError
 
 if TYPE_CHECKING:
     from apus.embed.local.embedder import LocalEmbedder
-    from apus.index.vector_layout import IndexKind
 
 __all__ = [
     "LMSTUDIO_DEFAULT_URL",

@@ -11,16 +11,15 @@ file's stamp records.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from apus.embed.base import EmbeddingIdentity, EmbeddingUnavailable
+from apus.embed.base import EmbeddingIdentity, EmbeddingUnavailable, IndexKind
 
 if TYPE_CHECKING:
     import faiss
 
-IndexKind = Literal["flat", "fp16"]
 
 # Prefix families trained to be truncated, and the width Apus searches them at by default:
 # measured (`apus eval` on SciFact and LoCoMo, `apus bench vectors`; docs/architecture.md).

@@ -18,6 +18,7 @@ import calendar
 import datetime as dt
 import os
 import re
+import threading
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Literal
@@ -26,6 +27,18 @@ if TYPE_CHECKING:
     from dateparser.date import DateDataParser
 
 Period = Literal["day", "week", "month", "year"]
+
+# dateparser is loaded on first use (about a second), and the MCP server warms it up in a
+# thread while a request may load it too: two threads importing different dateparser modules
+# at once can meet a partially initialised package, so every load goes through this lock.
+_DATEPARSER_LOAD = threading.Lock()
+
+
+def _load_dateparser() -> None:
+    with _DATEPARSER_LOAD:
+        import dateparser.date
+        import dateparser.search  # noqa: F401  (loaded whole, once, under the lock)
+
 
 # `7d`, `2w`, `3m` (months: a date filter has no use for minutes), `1y`.
 _SHORT = re.compile(r"\A\s*(\d{1,4})\s*([dwmy])\s*\Z", re.IGNORECASE)
@@ -121,6 +134,7 @@ def window_in_query(query: str, *, today: dt.date) -> tuple[DateWindow, str] | N
         # Every phrase kept below is a calendar time and part of the query, so a query
         # without one has none: no need to load dateparser (a second) for it.
         return None
+    _load_dateparser()
     from dateparser.search import search_dates
 
     finds = search_dates(query, languages=["en"], settings=_settings(today)) or []
@@ -195,6 +209,7 @@ def _parse(text: str, today: dt.date) -> tuple[dt.date, Period] | None:
 
 @cache
 def _parser(today: dt.date) -> DateDataParser:
+    _load_dateparser()
     from dateparser.date import DateDataParser
 
     return DateDataParser(languages=["en"], settings=_settings(today))

@@ -28,8 +28,10 @@ from apus.index.store import ChunkRecord, Store
 from apus.vault.text import ANALYZER_VERSION, keyword_term, keyword_terms, tokenize
 
 STAMP_FILE = "apus-stamp.json"
-# Commit a rebuild every this many chunks so a killed rebuild has bounded lost work and memory.
-_REBUILD_COMMIT_EVERY = 20_000
+# A rebuild's writer sorts postings in memory up to this, then spills sorted runs to disk and
+# merges them once at the end: memory stays bounded and the index is one segment, which a
+# search reads term by term once instead of once per segment.
+_REBUILD_POOL_MB = 256
 
 
 class ApusTokenizer(Tokenizer):
@@ -300,16 +302,16 @@ class KeywordIndex:
             shadow.mkdir(parents=True)
             ix = whoosh_index.create_in(str(shadow), _schema())
             try:
-                writer = ix.writer(limitmb=256)
+                # One writer for the whole rebuild: a killed or failed rebuild loses only
+                # the shadow folder, which is removed below, so intermediate commits would
+                # buy nothing and leave segments every search then pays for.
+                writer = ix.writer(limitmb=_REBUILD_POOL_MB)
                 try:
                     for document in _documents(store.iter_chunks()):
                         if cancel is not None and cancel.is_set():
                             raise InterruptedError("keyword rebuild cancelled")
                         writer.add_document(**document)
                         done += 1
-                        if done % _REBUILD_COMMIT_EVERY == 0:
-                            writer.commit(merge=False)
-                            writer = ix.writer(limitmb=256)
                         if progress is not None and done % 1000 == 0:
                             progress(done, total)
                     writer.commit()

@@ -463,8 +463,11 @@ class Memory:
         if not searcher.keyword_needs_repair():
             return False
         if self._syncs is not None:
-            # Behind while this session's own sync writes: that sync catches up by itself.
-            if not (self._syncs.running and searcher.keyword_behind()):
+            # While this session's own sync runs, it makes, catches up or rebuilds the keyword
+            # index itself (a first index creates it at its start, so a search just before
+            # finds none): only damage a query met, which opening did not show, asks for
+            # another. A later search asks again if the sync left anything to repair.
+            if not self._syncs.running or searcher.keyword_damaged():
                 self._syncs.request()
             return False
         try:

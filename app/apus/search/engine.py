@@ -282,7 +282,8 @@ class Searcher:
         self._health: tuple[tuple[int, int | None], _KeywordHealth] | None = None
         self._damaged_stamp: int | None = None
         self._vectors_damaged = False
-        self._path_words: tuple[int, PathWords] | None = None
+        # (generation, the table once built, or None after the generation's first search)
+        self._path_words: tuple[int, PathWords | None] | None = None
         self._admitted: tuple[tuple[int, NoteFilter], Admitted] | None = None
         self._other_sources: tuple[tuple[int, tuple[str, ...]], bool] | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
@@ -448,12 +449,6 @@ class Searcher:
         why (missing, damaged, or behind the store while a sync writes)."""
         health = self._keyword_health()
         return health.ready and not health.repair, health.reason
-
-    def keyword_behind(self) -> bool:
-        """Whether the keyword index serves, only behind the store: a writer is between a
-        store commit and its keyword update (a first index mirrors batches in bursts)."""
-        health = self._keyword_health()
-        return health.ready and health.repair
 
     def keyword_needs_repair(self) -> bool:
         """Whether the keyword index is missing, damaged or behind the store."""
@@ -663,15 +658,20 @@ class Searcher:
         """The path tier of each chunk, for all of them at once (`path_tiers`)."""
         if not chunks:
             return
-        table: PathWords | None = self._with_store(self._path_words_of, None)
+        table = self._with_store(self._path_words_of, None)
         candidates = [(chunk.file_id, chunk.path) for chunk in chunks]
         tiers = path_tiers(work.query.path, candidates, table)
         work.tiers.update((chunk.id, tier) for chunk, tier in zip(chunks, tiers, strict=True))
 
-    def _path_words_of(self, store: Store) -> PathWords:
-        """Every indexed path's words, built again when the store changes."""
+    def _path_words_of(self, store: Store) -> PathWords | None:
+        """Every indexed path's words, built again when the store changes; None for the
+        first search of a store generation, which tiers its candidates one by one. The
+        table costs a pass over every path (a second or so at 100k notes), which repays
+        itself over many searches, not over the one a shell command makes."""
         generation = store.generation()
         if self._path_words is None or self._path_words[0] != generation:
+            self._path_words = (generation, None)
+        elif self._path_words[1] is None:
             self._path_words = (generation, PathWords(store.file_paths()))
         return self._path_words[1]
 

@@ -88,6 +88,9 @@ def test_json_contract_on_the_sample_vault(sample_vault: Path) -> None:
 
     found = run_json("--vault", vault, "memory", "search", "--json", "sourdough", "starter")
     assert found["results"]
+    # Embeddings are off: a default (hybrid) search says it answered by keyword, and why.
+    assert found["mode"] == "keyword"
+    assert not found["legs"]["vector"]["ran"] and found["legs"]["vector"]["reason"]
     terms = {"sourdough", "starter"}
     for hit in found["results"]:
         _check_hit(vault, hit)

@@ -411,10 +411,6 @@ class AgentTools:
     def _answer(self, response: SearchResponse, weak: frozenset[int] = frozenset()) -> SearchAnswer:
         memory = self.memory
         vector = response.legs.get("vector")
-        keyword = response.legs.get("keyword")
-        vector_ran = vector is not None and vector.ran
-        keyword_ran = keyword is not None and keyword.ran
-        mode = "hybrid" if vector_ran and keyword_ran else "vector" if vector_ran else "keyword"
         provider = memory.provider
         fallback = None
         if vector is not None and not vector.ran and provider.state != "off":
@@ -429,7 +425,7 @@ class AgentTools:
             ],
             provider=memory.settings.search.provider,
             model=_model_name(memory),
-            mode=mode,
+            mode=response.ran,
             fallback=fallback,
             coverage=None if response.coverage is None else round(response.coverage, 4),
             debug=debug,

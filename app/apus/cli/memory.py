@@ -355,7 +355,7 @@ def _show(
         _json(
             {
                 "query": response.query,
-                "mode": response.mode,
+                "mode": response.ran,
                 "legs": {name: asdict(leg) for name, leg in response.legs.items()},
                 **(context.as_json() if context is not None else {}),
                 "results": [

@@ -138,6 +138,19 @@ class SearchResponse:
         vector = self.legs.get("vector")
         return vector.coverage if vector is not None and vector.ran else None
 
+    @property
+    def ran(self) -> Mode:
+        """The mode that really answered: `mode` asks for both legs, `ran` says "keyword"
+        when the vector leg could not run (no vectors yet, provider off or down)."""
+        if not self.legs:  # an answer without legs (related notes) is its mode
+            return self.mode
+        vector = self.legs.get("vector")
+        keyword = self.legs.get("keyword")
+        vector_ran = vector is not None and vector.ran
+        if vector_ran and keyword is not None and keyword.ran:
+            return "hybrid"
+        return "vector" if vector_ran else "keyword"
+
 
 @dataclass(frozen=True)
 class _KeywordHealth:

@@ -69,12 +69,9 @@ from apus.vault.scan import (
 _BATCH_FILES = 500
 # Above this many changed files a fresh keyword build is cheaper than incremental updates.
 _REBUILD_THRESHOLD = 2000
-# A first index mirrors its first batch into the keyword index at once, then waits for four
-# times as many files each time: searchable from the first batch, yet only about
-# log4(files / 500) Whoosh commits. Each commit leaves a segment that every later search
-# reads term by term (merging them costs as much as the index itself): growing by 4 instead
-# of 2 leaves 5 segments at 115k notes, not 8 (`apus bench search --copies 3`: keyword leg
-# 1.48x -> 1.32x FTS5's time), for later keyword results for the second half of a first index.
+# A first index mirrors its first batch into the keyword index at once, then waits for twice
+# as many files each time: searchable from the first batch, yet only about log2(files / 500)
+# Whoosh commits (each one also makes every reader recollect its statistics).
 _FIRST_MIRROR_FILES = _BATCH_FILES
 # A note this large reports its own progress while its chunks are made and written
 # (with a raised maxFileBytes that can take minutes), every this many chunks.
@@ -276,7 +273,7 @@ class _BatchWriter:
         self.removed_ids: list[int] = []
         self.refused: list[str] = []  # paths of notes the store would not take
         # Growing a first index: files committed to the store, not yet in the keyword index,
-        # and how many to gather before the next keyword commit (four times as many each time).
+        # and how many to gather before the next keyword commit (doubles each time).
         self._unmirrored: list[int] = []
         self._mirror_at = _FIRST_MIRROR_FILES
 
@@ -349,7 +346,7 @@ class _BatchWriter:
         if not self._unmirrored or self.plan.rebuild_keyword:
             return
         ids, self._unmirrored = self._unmirrored, []
-        self._mirror_at *= 4
+        self._mirror_at *= 2
         self.mirror([], self.store.iter_chunks(ids), self.store.generation())
 
     def mirror(self, remove: list[int], add: Iterable[ChunkRecord], generation: int) -> None:

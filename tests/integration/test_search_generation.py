@@ -4,7 +4,6 @@ searches of one Searcher is seen by the second."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from apus.index.store import Store
@@ -46,38 +45,3 @@ def _generation(index_dir: Path) -> int:
         return store.generation()
     finally:
         store.close()
-
-
-def _path_words_built() -> None:
-    """Wait for the searcher's path-word table, built on a thread of its own."""
-    for thread in threading.enumerate():
-        if thread.name == "apus-path-words":
-            thread.join()
-
-
-def test_path_tiers_are_the_same_before_and_after_the_path_table_is_built(
-    tmp_path: Path,
-) -> None:
-    vault = tmp_path / "vault"
-    write_note(vault, "projects/homelab.md", "# Rack\n\nThe switch sits under the desk.\n")
-    write_note(vault, "homelab-notes.md", "# Misc\n\nA homelab needs a switch.\n")
-    write_note(vault, "notes/desk.md", "# Desk\n\nThe homelab switch is loud.\n")
-    settings = make_settings(vault)
-    sync(settings)
-    searcher = Searcher(settings)
-    try:
-        options = SearchOptions(mode="keyword")
-
-        def tiers() -> list[tuple[str, str]]:
-            return [(h.path, h.explain.tier) for h in searcher.search("homelab", options).hits]
-
-        # The first search of a generation tiers each candidate; the second starts the table.
-        first, second = tiers(), tiers()
-        _path_words_built()
-        slot = searcher._path_words
-        assert slot is not None and slot.table is not None
-        assert tiers() == first == second
-        assert first[0] == ("projects/homelab.md", "stem")
-        assert dict(first)["notes/desk.md"] == "none"
-    finally:
-        searcher.close()

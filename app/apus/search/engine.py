@@ -152,19 +152,6 @@ class SearchResponse:
         return "vector" if vector_ran else "keyword"
 
 
-@dataclass
-class _PathWordsSlot:
-    """The path-word table of one store generation: absent, being built, or built. A
-    build finishing after the store moved on fills a slot no search reads any more."""
-
-    generation: int
-    table: PathWords | None = None
-    building: bool = False
-
-    def build(self, paths: list[tuple[int, str]]) -> None:
-        self.table = PathWords(paths)  # one assignment: a search sees None or the table
-
-
 @dataclass(frozen=True)
 class _KeywordHealth:
     ready: bool
@@ -308,7 +295,8 @@ class Searcher:
         self._health: tuple[tuple[int, int | None], _KeywordHealth] | None = None
         self._damaged_stamp: int | None = None
         self._vectors_damaged = False
-        self._path_words: _PathWordsSlot | None = None
+        # (generation, the table once built, or None after the generation's first search)
+        self._path_words: tuple[int, PathWords | None] | None = None
         self._admitted: tuple[tuple[int, NoteFilter], Admitted] | None = None
         self._other_sources: tuple[tuple[int, tuple[str, ...]], bool] | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
@@ -689,27 +677,16 @@ class Searcher:
         work.tiers.update((chunk.id, tier) for chunk, tier in zip(chunks, tiers, strict=True))
 
     def _path_words_of(self, store: Store) -> PathWords | None:
-        """Every indexed path's words for this store generation, or None while there is no
-        table yet: the search tiers its candidates one by one (the same tiers, slower).
-
-        The table costs a pass over every path (about a second at 100k notes). That repays
-        itself over many searches, not over the one a shell command makes, and it must not
-        stall the search that meets a new generation (in a live session, the first after
-        each edit): the second search of a generation reads the paths and builds the table
-        on a thread of its own; the searches after it use it once it is there."""
+        """Every indexed path's words, built again when the store changes; None for the
+        first search of a store generation, which tiers its candidates one by one. The
+        table costs a pass over every path (a second or so at 100k notes), which repays
+        itself over many searches, not over the one a shell command makes."""
         generation = store.generation()
-        slot = self._path_words
-        if slot is None or slot.generation != generation:
-            self._path_words = _PathWordsSlot(generation)
-            return None
-        if slot.table is None and not slot.building:
-            slot.building = True
-            paths = store.file_paths()  # here, under the store lock the caller holds
-            # A daemon: a process that is done searching does not wait for the table.
-            threading.Thread(
-                target=slot.build, args=(paths,), name="apus-path-words", daemon=True
-            ).start()
-        return slot.table
+        if self._path_words is None or self._path_words[0] != generation:
+            self._path_words = (generation, None)
+        elif self._path_words[1] is None:
+            self._path_words = (generation, PathWords(store.file_paths()))
+        return self._path_words[1]
 
     @staticmethod
     def _select(candidates: list[_Candidate], options: ResolvedOptions) -> list[_Candidate]:

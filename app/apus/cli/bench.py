@@ -166,6 +166,11 @@ def bench_search(
         click.echo(line)
 
 
+def _ms(value: float) -> str:
+    """A latency with enough digits that a leg of a few microseconds does not print as zero."""
+    return f"{value:.1f}" if value >= 10 else f"{value:.3f}"
+
+
 def search_table(r: SearchBenchResult) -> list[str]:
     """The figures of `apus bench search`: one row per system, then the ratios."""
     note = ""
@@ -178,9 +183,9 @@ def search_table(r: SearchBenchResult) -> list[str]:
     ]
     for t in r.timings:
         lines.append(
-            f"{t.name:<12} {t.queries} queries  wall p50 {t.wall_p50_ms:.1f} ms  "
-            f"p95 {t.wall_p95_ms:.1f} ms  | cpu p50 {t.cpu_p50_ms:.1f} ms  "
-            f"p95 {t.cpu_p95_ms:.1f} ms  ({t.label})"
+            f"{t.name:<12} {t.queries} queries  wall p50 {_ms(t.wall_p50_ms)} ms  "
+            f"p95 {_ms(t.wall_p95_ms)} ms  | cpu p50 {_ms(t.cpu_p50_ms)} ms  "
+            f"p95 {_ms(t.cpu_p95_ms)} ms  ({t.label})"
         )
     for name, base in (("keyword", "fts5"), ("keyword-leg", "fts5"), ("hybrid", "keyword")):
         top, bottom = r.timing(name), r.timing(base)

@@ -75,6 +75,14 @@ async def test_a_search_during_the_first_embedding_finds_the_embedded_notes_by_m
         text = await text_of(session, "memory_search", query="watered the plants")
         assert "(partial vectors)" in text and "Still embedding: meaning search covers" in text
 
+        # Step to the moment the last batch has landed and the identity is recorded, before
+        # the vectors file is refreshed: the vectors are whole and served, not "rebuilding".
+        while point["phase"] != "identity":
+            hold.release(point["n"])
+            point = await anyio.to_thread.run_sync(hold.wait_held, point["n"])
+        status = await call(session, "memory_status")
+        assert status["embeddings"]["state"] == "ready"
+
         hold.release()
         while (state := (await call(session, "memory_status"))["embeddings"]["state"]) == (
             "embedding"

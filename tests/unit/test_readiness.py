@@ -50,3 +50,14 @@ def test_served_paused_and_absent_vectors_ask_nothing_more() -> None:
         ).problem
         == NOT_INDEXED
     )
+
+
+def test_a_build_says_from_its_own_decision_whether_it_is_the_first() -> None:
+    # Status words it "embedding" or "rebuilding" from this, not from a second read of the
+    # stored identity, which the build records the moment its last batch lands.
+    first = readiness(IdentityDecision("fresh"), building=True, failure=None)
+    assert first.state == "building" and first.first_build
+    again = readiness(
+        IdentityDecision("reembed", "task prefixes changed"), building=True, failure=None
+    )
+    assert again.state == "building" and not again.first_build

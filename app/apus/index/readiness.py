@@ -32,6 +32,9 @@ class VectorReadiness:
     problem: Problem = NO_PROBLEM  # why not ready (for building: what is being made)
     done: int = 0
     total: int = 0
+    # Building the first vectors of this vault, not replacing others: taken from the same
+    # decision as `state`, since the identity is recorded the moment the last batch lands.
+    first_build: bool = False
 
     @property
     def percent(self) -> int:
@@ -58,7 +61,7 @@ def vector_readiness(
     done, total = progress()
     if building():
         why = Problem(decision.reason or "embedding the vault")
-        return VectorReadiness("building", why, done, total)
+        return VectorReadiness("building", why, done, total, first_build=decision.action == "fresh")
     percent = 100 * done // max(total, 1)
     stopped_by = failure()
     if stopped_by is not None:

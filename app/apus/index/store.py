@@ -438,18 +438,24 @@ class Store:
                 f"The index at {self.path} was written by a newer Apus (schema {version}).",
                 fix="upgrade Apus, or rebuild with `apus memory index --force`",
             )
-        for target in range(version + 1, SCHEMA_VERSION + 1):
-            # One transaction per step, the version bump included: a reader never sees a
-            # half-made schema, and a killed migration leaves the previous version whole.
+        # A new database gets its whole schema in one transaction: a reader that opens it
+        # during a first index sees no schema or the current one, never an early version
+        # whose columns the searches assume. An existing one upgrades one step per
+        # transaction, the version bump included, so a killed migration leaves the previous
+        # version whole.
+        steps = [SCHEMA_VERSION] if version == 0 else range(version + 1, SCHEMA_VERSION + 1)
+        start = version
+        for target in steps:
+            script = "\n".join(_MIGRATIONS[start:target])
             try:
                 self._db.executescript(
-                    f"BEGIN IMMEDIATE;\n{_MIGRATIONS[target - 1]}\n"
-                    f"PRAGMA user_version = {target};\nCOMMIT;"
+                    f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;"
                 )
             except BaseException:
                 if self._db.in_transaction:
                     self._db.rollback()
                 raise
+            start = target
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

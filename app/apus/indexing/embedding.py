@@ -34,6 +34,7 @@ from apus.index.store import Store
 from apus.index.triggers import TRUSTED_FILES, trigger_text, triggers_of, trusted_files
 from apus.index.vector_layout import layout_for
 from apus.index.vectors import cache_key
+from apus.indexing.holds import hold_point
 from apus.indexing.media import embed_media_chunks, split_media
 from apus.indexing.progress import Eta, ProgressCallback, SyncProgress
 from apus.indexing.request import SyncRequest
@@ -117,6 +118,7 @@ def run_embedding(
     if complete:
         with store.transaction():
             record_identity(store, identity)
+        hold_point("identity")  # a test hook: the vectors are whole, the file not refreshed
     # Complete or not, the file ends holding every vector of this identity the store has:
     # a partial file is served as partial (its identity is the current one).
     vectors.refresh(store, identity, layout)

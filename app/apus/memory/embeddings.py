@@ -80,10 +80,8 @@ def _semantic_state(
     coverage = vectors / max(total, vectors) if vectors else None
     covers = f"; {coverage_sentence(coverage)}" if coverage is not None else ""
     if readiness.state == "building":
-        decision = leg.decision()
-        first_build = decision is not None and decision.action == "fresh"
         return EmbeddingsState(
-            "embedding" if first_build else "rebuilding",
+            "embedding" if readiness.first_build else "rebuilding",
             problem.reason + covers,
             identity=identity,
             vectors=vectors,

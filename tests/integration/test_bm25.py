@@ -356,9 +356,9 @@ def test_statistics_count_live_documents_only(churned: Settings) -> None:
         files, chunks = store.counts()
     finally:
         store.close()
-    with whoosh_index.open_dir(str(_keyword_dir(churned))).searcher() as searcher:
-        stats = collect_statistics(searcher, PARAMS, SegmentCache())
-        assert searcher.doc_count_all() > chunks  # deleted documents are still there
+    with whoosh_index.open_dir(str(_keyword_dir(churned))).reader() as reader:
+        stats = collect_statistics(reader, PARAMS, SegmentCache())
+        assert reader.doc_count_all() > chunks  # deleted documents are still there
         assert (stats.chunks.count, stats.notes.count) == (chunks, files)
-        assert top_scores(searcher, ["zzz-not-a-word"], 10, stats, PARAMS) == []
-        assert top_scores(searcher, [], 10, stats, PARAMS) == []
+        assert top_scores(reader, ["zzz-not-a-word"], 10, stats, PARAMS) == []
+        assert top_scores(reader, [], 10, stats, PARAMS) == []

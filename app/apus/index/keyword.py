@@ -19,7 +19,7 @@ from whoosh.analysis.acore import Token
 from whoosh.analysis.tokenizers import Tokenizer
 from whoosh.columns import NumericColumn
 from whoosh.fields import COLUMN, ID, TEXT, Schema
-from whoosh.searching import Searcher
+from whoosh.reading import IndexReader
 
 from apus.index.bm25 import Bm25Params, SegmentCache, Statistics, collect_statistics, top_scores
 from apus.index.fileswap import exchange
@@ -216,12 +216,12 @@ class KeywordIndex:
         self.dir = index_dir / self.DIRNAME
         self._lock = threading.Lock()
         self._ix: whoosh_index.Index | None = None
-        self._searcher: Searcher | None = None
-        self._searcher_generation: int | None = None
+        self._reader: IndexReader | None = None
+        self._reader_generation: int | None = None
         self._segments = SegmentCache()
         self._statistics: Statistics | None = None
         # The index and reader `state(keep_open=True)` checked, until a search takes them.
-        self._checked: tuple[whoosh_index.Index, Searcher] | None = None
+        self._checked: tuple[whoosh_index.Index, IndexReader] | None = None
 
     # -- state ------------------------------------------------------------------------
 
@@ -238,16 +238,16 @@ class KeywordIndex:
             return KeywordState(False, None, "keyword index format changed")
         try:
             ix = whoosh_index.open_dir(str(self.dir))
-            searcher = ix.searcher()
-            searcher.doc_count()
+            reader = ix.reader()
+            reader.doc_count()
         except Exception as exc:  # Whoosh raises many types for damaged files
             return KeywordState(False, None, f"keyword index damaged ({type(exc).__name__})")
         if keep_open:
             with self._lock:
                 self._close_checked()
-                self._checked = (ix, searcher)
+                self._checked = (ix, reader)
         else:
-            searcher.close()
+            reader.close()
             ix.close()
         return KeywordState(True, int(stamp.get("generation", -1)), "")
 
@@ -335,7 +335,7 @@ class KeywordIndex:
 
     def _swap_in(self, shadow: Path) -> None:
         with self._lock:
-            self._close_searcher()
+            self._close_reader()
             # One atomic exchange where the system has one: a reader never finds the folder
             # missing (the two renames below leave a moment where it is).
             if self.dir.exists() and exchange(shadow, self.dir):
@@ -385,48 +385,48 @@ class KeywordIndex:
         if not terms:
             return []
         with self._lock:
-            searcher, statistics = self._current_searcher(generation)
-            top = top_scores(searcher, search_terms(terms), limit, statistics, PARAMS, allowed)
+            reader, statistics = self._current_reader(generation)
+            top = top_scores(reader, search_terms(terms), limit, statistics, PARAMS, allowed)
             return [(int(statistics.ids[doc]), score) for doc, score in top]
 
-    def _current_searcher(self, generation: int) -> tuple[Searcher, Statistics]:
+    def _current_reader(self, generation: int) -> tuple[IndexReader, Statistics]:
         if (
-            self._searcher is not None
+            self._reader is not None
             and self._statistics is not None
-            and self._searcher_generation == generation
+            and self._reader_generation == generation
         ):
-            return self._searcher, self._statistics
-        self._close_searcher()
+            return self._reader, self._statistics
+        self._close_reader()
         if self._checked is not None:
-            (self._ix, self._searcher), self._checked = self._checked, None
+            (self._ix, self._reader), self._checked = self._checked, None
         else:
             self._ix = whoosh_index.open_dir(str(self.dir))
-            self._searcher = self._ix.searcher()
-        self._searcher_generation = generation
-        self._segments.keep_only(self._searcher)
-        self._statistics = collect_statistics(self._searcher, PARAMS, self._segments)
-        return self._searcher, self._statistics
+            self._reader = self._ix.reader()
+        self._reader_generation = generation
+        self._segments.keep_only(self._reader)
+        self._statistics = collect_statistics(self._reader, PARAMS, self._segments)
+        return self._reader, self._statistics
 
-    def _close_searcher(self) -> None:
-        if self._searcher is not None:
-            self._searcher.close()
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
         if self._ix is not None:
             self._ix.close()
-        self._searcher = None
+        self._reader = None
         self._ix = None
-        self._searcher_generation = None
+        self._reader_generation = None
         self._statistics = None
 
     def _close_checked(self) -> None:
         if self._checked is not None:
-            ix, searcher = self._checked
-            searcher.close()
+            ix, reader = self._checked
+            reader.close()
             ix.close()
             self._checked = None
 
     def close(self) -> None:
         with self._lock:
-            self._close_searcher()
+            self._close_reader()
             self._close_checked()
 
 

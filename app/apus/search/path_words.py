@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from apus.index.bm25 import sorted_unique
 from apus.search.ranking import PathTier, QueryPath, normalise_path, path_words
 from apus.vault.text import tokenize
 
@@ -56,7 +57,7 @@ class PathWords:
 
 
 def _sorted(ids: list[int]) -> np.ndarray:
-    return np.unique(np.asarray(ids, dtype=np.int64))
+    return sorted_unique(np.asarray(ids, dtype=np.int64))
 
 
 def _holds(sorted_ids: np.ndarray, files: np.ndarray) -> np.ndarray:

@@ -78,3 +78,31 @@ def test_header_reader_refuses_what_is_not_gguf(tmp_path: Path, tiny_model: Path
     future.write_bytes(b"GGUF" + struct.pack("<IQQ", 99, 0, 0))
     with pytest.raises(GGUFFormatError, match="version 99"):
         read_gguf_info(future)
+
+
+@pytest.mark.parametrize("window", [1, 9, 64, 1 << 20])
+def test_keys_after_a_vocabulary_are_read_whatever_the_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    import gguf
+
+    # Strings of every length up to longer than the window, then keys the reader must find.
+    tokens = [("tok" * (n % 40)) + str(n) for n in range(3000)]
+    path = tmp_path / "vocab.gguf"
+    writer = gguf.GGUFWriter(str(path), "bert")
+    writer.add_token_list(tokens)
+    writer.add_embedding_length(48)
+    writer.add_context_length(256)
+    writer.add_string("general.after_the_vocabulary", "found")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    monkeypatch.setattr("apus.embed.local.gguf_info._WINDOW", window)
+    info = read_gguf_info(path)
+    assert (info.embedding_length, info.context_length) == (48, 256)
+    assert info.metadata["general.after_the_vocabulary"] == "found"
+
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(GGUFFormatError, match="truncated"):
+        read_gguf_info(cut)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,9 +16,11 @@ from apus.embed.base import (
     EmbeddingUnavailable,
     EmbedKind,
 )
-from apus.embed.http import OpenAIEmbeddingsClient
 from apus.embed.local.server_manager import ManagedServer, ServerState
 from apus.embed.prefixes import PrefixedTexts, PrefixScheme
+
+if TYPE_CHECKING:  # httpx comes with it: imported when the first request is made
+    from apus.embed.http import OpenAIEmbeddingsClient
 
 # A request to our own server waits for the model, never for a network; on a slow CPU a full
 # batch can take a while, and a stuck server is caught by the process checks instead.
@@ -123,6 +125,8 @@ class LocalEmbedder(PrefixedTexts):
         self._server.close()
 
     def _client_for(self, state: ServerState) -> OpenAIEmbeddingsClient:
+        from apus.embed.http import OpenAIEmbeddingsClient
+
         with self._lock:
             if self._client is None or self._client_instance != state.instance:
                 if self._client is not None:

@@ -23,9 +23,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-from filelock import FileLock
-
 from apus import paths
 from apus.embed.base import (
     EmbeddingConnectionError,
@@ -478,6 +475,8 @@ class ManagedServer:
         url = f"http://127.0.0.1:{port}{_READY_PATH}"
         headers = {"Authorization": f"Bearer {api_key}"}
         pause = 0.05
+        import httpx  # here, not at the top: a keyword search builds this class, never starts it
+
         with httpx.Client(timeout=httpx.Timeout(2.0)) as client:
             while True:
                 code = process.poll()
@@ -560,6 +559,8 @@ class ManagedServer:
     def _responds(state: ServerState) -> bool:
         """Whether the server answers HTTP. Its OpenAPI page is served without the model lock,
         so a server busy with another process's long batch still answers at once."""
+        import httpx
+
         try:
             response = httpx.get(f"{state.base_url}/openapi.json", timeout=_ATTACH_PROBE_TIMEOUT_S)
         except httpx.HTTPError:
@@ -629,6 +630,8 @@ class ManagedServer:
 
     @contextlib.contextmanager
     def _shared_lock(self) -> Iterator[None]:
+        from filelock import FileLock
+
         with FileLock(str(self._lock_file)):
             yield
 

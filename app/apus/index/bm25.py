@@ -83,7 +83,7 @@ class SegmentCache:
         return self._get(reader, "column:" + field, lambda: _read_numbers(reader, field))
 
     def _get(self, reader: Any, what: str, read: Any) -> np.ndarray:
-        key = (_segment_id(reader), what)
+        key = (segment_id(reader), what)
         cached = self._arrays.get(key)
         if cached is None:
             cached = read()
@@ -92,11 +92,11 @@ class SegmentCache:
 
     def keep_only(self, reader: Any) -> None:
         """Forget segments the reader no longer has (merged away); call when it reopens."""
-        live = {_segment_id(leaf) for leaf, _ in reader.leaf_readers()}
+        live = {segment_id(leaf) for leaf, _ in reader.leaf_readers()}
         self._arrays = {k: v for k, v in self._arrays.items() if k[0] in live}
 
 
-def _segment_id(reader: Any) -> str:
+def segment_id(reader: Any) -> str:
     segment = reader.segment()
     # An index without documents has an empty reader and no segment at all.
     return "" if segment is None else segment.segment_id()

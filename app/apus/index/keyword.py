@@ -19,9 +19,17 @@ from whoosh.analysis.acore import Token
 from whoosh.analysis.tokenizers import Tokenizer
 from whoosh.columns import NumericColumn
 from whoosh.fields import COLUMN, ID, TEXT, Schema
+from whoosh.filedb.filestore import FileStorage
 from whoosh.reading import IndexReader
 
-from apus.index.bm25 import Bm25Params, SegmentCache, Statistics, collect_statistics, top_scores
+from apus.index.bm25 import (
+    Bm25Params,
+    SegmentCache,
+    Statistics,
+    collect_statistics,
+    segment_id,
+    top_scores,
+)
 from apus.index.fileswap import exchange
 from apus.index.sqlite import IndexWriteError
 from apus.index.store import ChunkRecord, Store
@@ -207,6 +215,9 @@ class KeywordState:
     reason: str  # why it is not usable/current ("" when fine)
 
 
+_INDEX_NAME = "MAIN"  # Whoosh's default, which open_dir and create_in use
+
+
 class KeywordIndex:
     """Owns the `keyword/` Whoosh directory of one vault index."""
 
@@ -218,6 +229,7 @@ class KeywordIndex:
         self._ix: whoosh_index.Index | None = None
         self._reader: IndexReader | None = None
         self._reader_generation: int | None = None
+        self._mapped = False  # whether the open reader's files are memory-mapped
         self._segments = SegmentCache()
         self._statistics: Statistics | None = None
         # The index and reader `state(keep_open=True)` checked, until a search takes them.
@@ -237,7 +249,7 @@ class KeywordIndex:
         if stamp.get("format", 1) != KEYWORD_FORMAT:
             return KeywordState(False, None, "keyword index format changed")
         try:
-            ix = whoosh_index.open_dir(str(self.dir))
+            ix = self._open(mapped=False)
             reader = ix.reader()
             reader.doc_count()
         except Exception as exc:  # Whoosh raises many types for damaged files
@@ -395,17 +407,46 @@ class KeywordIndex:
             and self._statistics is not None
             and self._reader_generation == generation
         ):
+            if not self._mapped:
+                self._map_reader()
             return self._reader, self._statistics
         self._close_reader()
         if self._checked is not None:
             (self._ix, self._reader), self._checked = self._checked, None
         else:
-            self._ix = whoosh_index.open_dir(str(self.dir))
+            self._ix = self._open(mapped=False)
             self._reader = self._ix.reader()
+        self._mapped = False
         self._reader_generation = generation
         self._segments.keep_only(self._reader)
         self._statistics = collect_statistics(self._reader, PARAMS, self._segments)
         return self._reader, self._statistics
+
+    def _open(self, *, mapped: bool) -> whoosh_index.Index:
+        """The index, its segment files memory-mapped or read as needed.
+
+        Whoosh copies every mapped file's bytes when a reader opens them (24 ms at 40k
+        chunks, 70 at 120k), then answers each query about a third sooner than from reads.
+        So a generation's first search reads the files, which is all a one-shot command
+        does; its second search maps them, for the searches that follow in a session."""
+        storage = FileStorage(str(self.dir), supports_mmap=mapped)
+        return whoosh_index.FileIndex(storage, indexname=_INDEX_NAME)
+
+    def _map_reader(self) -> None:
+        """Replace the read-as-needed reader with a mapped one over the same segments (the
+        statistics stay: they are per document of those segments)."""
+        assert self._reader is not None and self._ix is not None
+        ix = self._open(mapped=True)
+        reader = ix.reader()
+        if _segment_ids(reader) != _segment_ids(self._reader):
+            # Rewritten since (a writer of another process): the next check reopens it.
+            reader.close()
+            ix.close()
+            self._mapped = True  # not again for this generation
+            return
+        self._reader.close()
+        self._ix.close()
+        self._ix, self._reader, self._mapped = ix, reader, True
 
     def _close_reader(self) -> None:
         if self._reader is not None:
@@ -441,3 +482,7 @@ def _write_error(folder: Path, exc: OSError) -> IndexWriteError:
         f"The keyword index {folder} cannot be written ({exc.strerror or exc}).",
         f"check that {folder.parent} is a folder you can write to on a working disk",
     )
+
+
+def _segment_ids(reader: IndexReader) -> list[str]:
+    return [segment_id(leaf) for leaf, _ in reader.leaf_readers()]

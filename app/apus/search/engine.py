@@ -29,9 +29,8 @@ import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -65,6 +64,9 @@ from apus.search.vector_leg import VectorLeg
 from apus.vault.annotations import annotations_in, without_annotations
 from apus.vault.markdown import heading
 from apus.vault.text import Token, snippet_tokens, tokenize
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 T = TypeVar("T")
 # A long note's first chunks stand for it when looking for related notes: each is one FAISS
@@ -299,10 +301,12 @@ class Searcher:
         self._path_words: tuple[int, PathWords | None] | None = None
         self._admitted: tuple[tuple[int, NoteFilter], Admitted] | None = None
         self._other_sources: tuple[tuple[int, tuple[str, ...]], bool] | None = None
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
+        # Made for the first query embedding: a keyword search never needs a thread.
+        self._pool: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         self._keyword.close()
         if self.vector_leg is not None:
             self.vector_leg.close()
@@ -526,6 +530,13 @@ class Searcher:
 
     # -- the vector leg -----------------------------------------------------------------
 
+    def _leg_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
+        return self._pool
+
     def _start_vector_leg(
         self, query: str, options: ResolvedOptions, admitted: Admitted | None
     ) -> _VectorStart:
@@ -541,7 +552,7 @@ class Searcher:
         available = self.vector_leg.availability()
         if available.usable:
             allowed = None if admitted is None else admitted.chunks
-            future = self._pool.submit(self._vector_leg, query, options.candidates, allowed)
+            future = self._leg_pool().submit(self._vector_leg, query, options.candidates, allowed)
             pending = LegReport(False, "pending", coverage=available.coverage)
             return _VectorStart(future, pending, covered=available.covered)
         problem = available.problem

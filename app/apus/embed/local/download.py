@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from filelock import FileLock, Timeout
-
 from apus import __version__, paths
 from apus.embed.local.catalog import ModelManifest, load_catalog
 from apus.embed.local.filehash import file_sha256
@@ -342,6 +340,10 @@ def _write_verified(path: Path, sha256: str) -> None:
 @contextlib.contextmanager
 def _locked(final: Path, cancel: threading.Event | None) -> Iterator[None]:
     """One download per model file at a time, across processes; waiting stays cancellable."""
+    # Imported here: resolving a downloaded model (every search with embeddings on) never
+    # downloads, and filelock costs 10 ms of a one-shot command.
+    from filelock import FileLock, Timeout
+
     lock = FileLock(str(final.with_name(final.name + ".lock")))
     while True:
         if cancel is not None and cancel.is_set():

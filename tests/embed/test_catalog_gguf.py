@@ -106,3 +106,39 @@ def test_keys_after_a_vocabulary_are_read_whatever_the_window(
     cut.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     with pytest.raises(GGUFFormatError, match="truncated"):
         read_gguf_info(cut)
+
+
+def test_the_header_is_read_once_until_the_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gguf
+
+    from apus.embed.local import gguf_info
+
+    def write(path: Path, dims: int) -> None:
+        writer = gguf.GGUFWriter(str(path), "bert")
+        # A vocabulary as long as the width: the rewritten file differs in size, which the
+        # cache compares (timestamps of two writes a moment apart can be equal).
+        writer.add_token_list([f"tok{n}" for n in range(dims * 10)])
+        writer.add_embedding_length(dims)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.close()
+
+    reads: list[Path] = []
+    real_read = gguf_info.read_gguf_info
+
+    def counted(path: Path) -> gguf_info.GGUFInfo:
+        reads.append(path)
+        return real_read(path)
+
+    monkeypatch.setattr(gguf_info, "read_gguf_info", counted)
+    model = tmp_path / "model.gguf"
+    write(model, 48)
+    first = gguf_info.cached_gguf_info(model)
+    again = gguf_info.cached_gguf_info(model)
+    assert first == again == real_read(model)
+    assert len(reads) == 1
+    write(model, 64)  # another file under the same name: read again
+    assert gguf_info.cached_gguf_info(model).embedding_length == 64
+    assert len(reads) == 2

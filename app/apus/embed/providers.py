@@ -19,7 +19,7 @@ from apus.embed.clients import (
 )
 from apus.embed.local.catalog import get_manifest
 from apus.embed.local.filehash import cached_sha256
-from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
+from apus.embed.local.gguf_info import GGUFFormatError, cached_gguf_info
 from apus.embed.prefixes import PrefixScheme, detect_family, scheme_for_family
 from apus.embed.remote import RemoteEmbedder, UnavailableEmbedder
 from apus.embedding_services import OWN_PROVIDERS
@@ -207,7 +207,7 @@ def _model_from_path(raw: Path) -> tuple[Path, str, str, str, int, int]:
     if not path.is_file():
         raise EmbeddingUnavailable(f"memory.search.local.modelPath {path} does not exist", fix=fix)
     try:
-        info = read_gguf_info(path)
+        info = cached_gguf_info(path)
     except (GGUFFormatError, OSError) as exc:
         raise EmbeddingUnavailable(f"{path} is not a usable GGUF file: {exc}", fix=fix) from exc
     dims = info.embedding_length

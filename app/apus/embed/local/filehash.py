@@ -1,5 +1,6 @@
-"""sha256 of model files, remembered by (path, size, mtime, ctime) so a 300 MB file is hashed
-once (and again whenever its inode changes: size and mtime can be put back, ctime cannot)."""
+"""sha256 (and other facts) of model files, remembered by (path, size, mtime, ctime) so a
+300 MB file is hashed once (and again whenever its inode changes: size and mtime can be put
+back, ctime cannot)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from apus import paths
 
@@ -28,27 +31,25 @@ def cache_file() -> Path:
 
 def cached_sha256(path: Path) -> str:
     """The file's sha256, computed only if the file changed since it was last hashed."""
+    return str(cached_fact(path, "sha256", lambda: file_sha256(path)))
+
+
+def cached_fact(path: Path, name: str, compute: Callable[[], Any]) -> Any:
+    """A JSON value derived from the file's bytes (its sha256, its GGUF header), computed
+    only if the file changed since it was last remembered; what `compute` raises is not."""
     resolved = str(path.resolve())
     stat = path.stat()
+    identity = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "ctime_ns": stat.st_ctime_ns}
     entries = _load()
     entry = entries.get(resolved)
-    if (
-        isinstance(entry, dict)
-        and entry.get("size") == stat.st_size
-        and entry.get("mtime_ns") == stat.st_mtime_ns
-        and entry.get("ctime_ns") == stat.st_ctime_ns
-        and isinstance(entry.get("sha256"), str)
-    ):
-        return str(entry["sha256"])
-    digest = file_sha256(path)
-    entries[resolved] = {
-        "size": stat.st_size,
-        "mtime_ns": stat.st_mtime_ns,
-        "ctime_ns": stat.st_ctime_ns,
-        "sha256": digest,
-    }
+    same = isinstance(entry, dict) and all(entry.get(k) == v for k, v in identity.items())
+    if same and isinstance(entry, dict) and name in entry:
+        return entry[name]
+    value = compute()
+    kept = entry if same and isinstance(entry, dict) else {}
+    entries[resolved] = {**kept, **identity, name: value}
     _save(entries)
-    return digest
+    return value
 
 
 def _load() -> dict[str, object]:

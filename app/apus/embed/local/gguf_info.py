@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from apus.embed.local.filehash import cached_fact
 
 GGUF_MAGIC = b"GGUF"
 
@@ -80,6 +82,13 @@ def has_gguf_magic(path: Path) -> bool:
             return handle.read(4) == GGUF_MAGIC
     except OSError:
         return False
+
+
+def cached_gguf_info(path: Path) -> GGUFInfo:
+    """`read_gguf_info`, remembered beside the file's sha256 until the file changes: stepping
+    over a 262k-token vocabulary costs 30 ms of every command that resolves the model."""
+    data = cached_fact(path, "gguf", lambda: asdict(read_gguf_info(path)))
+    return GGUFInfo(int(data["version"]), int(data["tensor_count"]), dict(data["metadata"]))
 
 
 def read_gguf_info(path: Path) -> GGUFInfo:

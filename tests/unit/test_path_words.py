@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import unicodedata
 
+import numpy as np
+
 from apus.search.path_words import PathWords, path_tiers
 from apus.search.ranking import PathTier, QueryPath
 
@@ -53,3 +55,33 @@ def test_every_tier_is_reached() -> None:
         for tier in path_tiers(QueryPath.of(query), [(PATHS.index(path), path)], table)
     }
     assert found == set(PathTier)
+
+
+def test_a_table_brought_up_to_date_tiers_as_one_built_anew() -> None:
+    # Enough untouched paths that the change is a small part of the vault: updated, not rebuilt.
+    before = list(enumerate(PATHS + [f"archive/page-{n}.md" for n in range(40)]))
+    # Removed (0, 4), moved (1 keeps its id, 3 gets another's words), added (20, 21).
+    after = [(i, p) for i, p in before if i not in (0, 4)]
+    after = [(i, "notes/network plan.md" if i == 1 else p) for i, p in after]
+    after = [(i, "Straße/MEMORY.md" if i == 3 else p) for i, p in after]
+    after += [(90, "projects/home-lab.md"), (91, "日本語/大阪.txt")]
+    old = PathWords(before)
+    updated = old.updated(after)
+    fresh = PathWords(after)
+    assert updated._stem["page"] is old._stem["page"]  # untouched words are shared: updated
+    ids = np.arange(-1, 100, dtype=np.int64)
+    assert (updated.known(ids) == fresh.known(ids)).all()
+    for query in [*QUERIES, "plan", "home-lab", "大阪", "txt", "straße memory", "page-7"]:
+        parsed = QueryPath.of(query)
+        expected = [parsed.tier(p) for _, p in after]
+        assert path_tiers(parsed, after, updated) == expected, query
+        assert path_tiers(parsed, after, fresh) == expected, query
+
+
+def test_a_table_whose_vault_mostly_changed_is_built_anew() -> None:
+    # A rebuild gives every file a new id: nothing of the old table is kept.
+    old = PathWords(enumerate(PATHS))
+    renumbered = [(i + 100, p) for i, p in enumerate(PATHS)]
+    table = old.updated(renumbered)
+    assert not table.known(np.arange(len(PATHS), dtype=np.int64)).any()
+    assert table.known(np.arange(100, 100 + len(PATHS), dtype=np.int64)).all()

@@ -538,7 +538,10 @@ class Store:
 
     def file_paths(self) -> list[tuple[int, str]]:
         """Every indexed file's id and path."""
-        return [(int(row[0]), row[1]) for row in self._db.execute("SELECT id, path FROM files")]
+        # fetchall: one call for every row, not one through the cursor each.
+        return [
+            (int(i), path) for i, path in self._db.execute("SELECT id, path FROM files").fetchall()
+        ]
 
     def file_by_path(self, path: str) -> FileRecord | None:
         row = self._db.execute(self._FILE_SELECT + " WHERE path = ?", (path,)).fetchone()

@@ -299,6 +299,7 @@ class Searcher:
         self._vectors_damaged = False
         # (generation, the table once built, or None after the generation's first search)
         self._path_words: tuple[int, PathWords | None] | None = None
+        self._last_path_words: PathWords | None = None  # of an earlier generation, maybe
         self._admitted: tuple[tuple[int, NoteFilter], Admitted] | None = None
         self._other_sources: tuple[tuple[int, tuple[str, ...]], bool] | None = None
         # Made for the first query embedding: a keyword search never needs a thread.
@@ -696,7 +697,13 @@ class Searcher:
         if self._path_words is None or self._path_words[0] != generation:
             self._path_words = (generation, None)
         elif self._path_words[1] is None:
-            self._path_words = (generation, PathWords(store.file_paths()))
+            # After an edit, the last table is brought up to date: only the paths that
+            # changed are read again.
+            last = self._last_path_words
+            files = store.file_paths()
+            table = PathWords(files) if last is None else last.updated(files)
+            self._path_words = self._path_words[0], table
+            self._last_path_words = table
         return self._path_words[1]
 
     @staticmethod

@@ -10,9 +10,10 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from apus.vault.markdown import FenceTracker, ParsedNote, heading, split_lines
-from apus.vault.text import count_tokens
+from apus.vault.text import count_tenths, count_tokens, tokens_of
 
 # Bump when chunk boundaries change: stored chunks from another version are re-made.
 CHUNKING_VERSION = 1
@@ -34,8 +35,7 @@ class Chunk:
     tokens: int
 
 
-@dataclass(frozen=True)
-class _Block:
+class _Block(NamedTuple):
     """Lines [start, end) of the body that belong together: a heading, fence or paragraph."""
 
     start: int
@@ -43,35 +43,42 @@ class _Block:
     is_heading: bool = False
 
 
-@dataclass(frozen=True)
-class _Piece:
+class _Piece(NamedTuple):
     """The unit of packing: a whole block, one line of a block too big for a chunk, the
     overlap carried from the previous chunk, or (`part` set) a slice of one huge line."""
 
     start: int
     end: int
     tokens: int
+    # Its exact cost before rounding (`count_tenths`): a chunk of whole lines costs the sum
+    # of its pieces' tenths, rounded up once, so its text is never counted again.
+    tenths: int
     is_heading: bool = False
     is_overlap: bool = False
     part: str | None = None
 
 
 class _LineTokens:
-    """Token counts of single lines, computed only for lines that need them."""
+    """Costs of single lines (in tenths, `count_tenths`), computed only for lines that
+    need them."""
 
     def __init__(self, lines: list[str]) -> None:
         self._lines = lines
-        self._counts: list[int | None] = [None] * len(lines)
+        self._tenths: list[int | None] = [None] * len(lines)
 
     def __getitem__(self, index: int) -> int:
-        count = self._counts[index]
+        """The line's token count."""
+        return tokens_of(self.tenths(index))
+
+    def tenths(self, index: int) -> int:
+        count = self._tenths[index]
         if count is None:
-            count = self._counts[index] = count_tokens(self._lines[index])
+            count = self._tenths[index] = count_tenths(self._lines[index])
         return count
 
-    def known(self, index: int, count: int) -> None:
-        """The count of a line measured as a block of its own (not counted twice)."""
-        self._counts[index] = count
+    def known(self, index: int, tenths: int) -> None:
+        """The cost of a line measured as a block of its own (not counted twice)."""
+        self._tenths[index] = tenths
 
 
 def _blocks(lines: list[str]) -> tuple[list[_Block], list[tuple[str, ...]]]:
@@ -96,12 +103,15 @@ def _blocks(lines: list[str]) -> tuple[list[_Block], list[tuple[str, ...]]]:
             if not fences.inside:
                 close(index + 1)
             continue
-        if fences.feed(line):
+        # A fence opens and a heading starts within a line's first four characters (up to
+        # three spaces of indent): most lines need neither pattern tried.
+        lead = line[:4]
+        if ("`" in lead or "~" in lead) and fences.feed(line):
             close(index)
             open_start = index
             paths.append(path)
             continue
-        found = heading(line)
+        found = heading(line) if "#" in lead else None
         if found is not None:
             close(index)
             level, title = found
@@ -162,21 +172,25 @@ def _pieces(
     lines: list[str], blocks: list[_Block], max_tokens: int, line_tokens: _LineTokens
 ) -> Iterator[_Piece]:
     for block in blocks:
-        tokens = count_tokens("\n".join(lines[block.start : block.end]))
         if block.end - block.start == 1:
-            line_tokens.known(block.start, tokens)
+            tenths = line_tokens.tenths(block.start)
+        else:
+            tenths = count_tenths("\n".join(lines[block.start : block.end]))
+        tokens = tokens_of(tenths)
         if tokens <= max_tokens:
-            yield _Piece(block.start, block.end, tokens, is_heading=block.is_heading)
+            yield _Piece(block.start, block.end, tokens, tenths, is_heading=block.is_heading)
             continue
         for index in range(block.start, block.end):
             if not lines[index].strip():
                 continue
-            tokens = line_tokens[index]
+            tenths = line_tokens.tenths(index)
+            tokens = tokens_of(tenths)
             if tokens <= max_tokens:
-                yield _Piece(index, index + 1, tokens)
+                yield _Piece(index, index + 1, tokens, tenths)
                 continue
             for part in _split_line(lines[index], max_tokens):
-                yield _Piece(index, index + 1, count_tokens(part), part=part)
+                tenths = count_tenths(part)
+                yield _Piece(index, index + 1, tokens_of(tenths), tenths, part=part)
 
 
 def _heading_cut(group: list[_Piece], max_tokens: int) -> int | None:
@@ -207,15 +221,16 @@ def _overlap(
     The first line of `group` is never included, so the next chunk always starts later.
     """
     first, end = group[0].start, group[-1].end
-    start, total = end, 0
+    start, total, tenths = end, 0, 0
     while start - 1 > first and total + line_tokens[start - 1] <= budget:
         start -= 1
         total += line_tokens[start]
+        tenths += line_tokens.tenths(start)
     while start < end and not lines[start].strip():
-        start += 1
+        start += 1  # blank: costs nothing
     if start == end:
         return []
-    return [_Piece(start, end, total, is_overlap=True)]
+    return [_Piece(start, end, total, tenths, is_overlap=True)]
 
 
 def _pack(
@@ -285,9 +300,17 @@ def iter_chunks(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) -
     return _chunks(note, max_tokens, overlap)
 
 
+# Where `str.splitlines` breaks a line besides \r\n, \r and \n, the only breaks of a note.
+_OTHER_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e")
+_OTHER_UNICODE_BREAKS = (*_OTHER_BREAKS, "\x85", "\u2028", "\u2029")
+
+
 def _body_lines(body: str) -> list[str]:
     if "\n" not in body and "\r" not in body:
         return [body] if body else []  # one line: the body itself, not a copy of it
+    others = _OTHER_BREAKS if body.isascii() else _OTHER_UNICODE_BREAKS
+    if not any(other in body for other in others):
+        return body.splitlines()  # the same lines as below, without a pattern per line
     return [line.rstrip("\r\n") for line in split_lines(body)]
 
 
@@ -301,8 +324,10 @@ def _chunks(note: ParsedNote, max_tokens: int, overlap: int) -> Iterator[Chunk]:
         if first.part is not None:
             text, tokens = first.part, first.tokens  # counted when it was cut
         else:
+            # Whole lines: the pieces' lines, and blank ones between them (which cost
+            # nothing), so the count of the text is the pieces' tenths rounded up once.
             text = "\n".join(lines[first.start : last.end])
-            tokens = count_tokens(text)
+            tokens = tokens_of(sum(piece.tenths for piece in group))
         yield Chunk(
             ordinal=ordinal,
             text=text,

@@ -35,15 +35,16 @@ QUERIES = [
 
 def test_the_table_tiers_every_path_as_the_query_does() -> None:
     table = PathWords(enumerate(PATHS))
-    candidates = list(enumerate(PATHS))
     for query in QUERIES:
         parsed = QueryPath.of(query)
-        assert path_tiers(parsed, candidates, table) == [parsed.tier(p) for p in PATHS], query
+        expected = [parsed.tier(p) for p in PATHS]
+        assert _tiers(parsed, list(enumerate(PATHS)), table) == expected, query
+        assert _tiers(parsed, list(enumerate(PATHS)), None) == expected, query
 
 
 def test_a_path_indexed_after_the_table_is_tiered_from_its_path() -> None:
     table = PathWords([(1, "old.md")])
-    tiers = path_tiers(QueryPath.of("new"), [(1, "old.md"), (2, "new.md")], table)
+    tiers = _tiers(QueryPath.of("new"), [(1, "old.md"), (2, "new.md")], table)
     assert tiers == [PathTier.NONE, PathTier.STEM]
 
 
@@ -52,7 +53,7 @@ def test_every_tier_is_reached() -> None:
     found = {
         tier
         for query, path in itertools.product(QUERIES, PATHS)
-        for tier in path_tiers(QueryPath.of(query), [(PATHS.index(path), path)], table)
+        for tier in _tiers(QueryPath.of(query), [(PATHS.index(path), path)], table)
     }
     assert found == set(PathTier)
 
@@ -74,8 +75,8 @@ def test_a_table_brought_up_to_date_tiers_as_one_built_anew() -> None:
     for query in [*QUERIES, "plan", "home-lab", "大阪", "txt", "straße memory", "page-7"]:
         parsed = QueryPath.of(query)
         expected = [parsed.tier(p) for _, p in after]
-        assert path_tiers(parsed, after, updated) == expected, query
-        assert path_tiers(parsed, after, fresh) == expected, query
+        assert _tiers(parsed, after, updated) == expected, query
+        assert _tiers(parsed, after, fresh) == expected, query
 
 
 def test_a_table_whose_vault_mostly_changed_is_built_anew() -> None:
@@ -85,3 +86,11 @@ def test_a_table_whose_vault_mostly_changed_is_built_anew() -> None:
     table = old.updated(renumbered)
     assert not table.known(np.arange(len(PATHS), dtype=np.int64)).any()
     assert table.known(np.arange(100, 100 + len(PATHS), dtype=np.int64)).all()
+
+
+def _tiers(
+    query: QueryPath, candidates: list[tuple[int, str]], table: PathWords | None
+) -> list[PathTier]:
+    """`path_tiers` of (file id, path) pairs."""
+    files = np.asarray([file_id for file_id, _ in candidates], dtype=np.int64)
+    return path_tiers(query, files, dict(candidates), table)

@@ -41,8 +41,9 @@ from apus.index.keyword import KeywordIndex
 from apus.index.media import MediaFacts, is_media_path, media_facts
 from apus.index.note_filter import NoteFilter
 from apus.index.readiness import NOT_INDEXED
-from apus.index.store import ChunkHead, ChunkRecord, Store
+from apus.index.store import ChunkFacts, ChunkRecord, Store
 from apus.index.vectors import VectorIndexError
+from apus.search.chunk_table import Candidates, ChunkTable, Weights, read_candidates, weigh
 from apus.search.hybrid import MergedScore, leg_weights, merge_legs
 from apus.search.mmr import mmr_order
 from apus.search.options import Mode, ResolvedOptions, SearchOptions
@@ -51,17 +52,13 @@ from apus.search.query import ParsedQuery
 from apus.search.ranking import (
     PathTier,
     RankFactors,
-    final_score,
-    importance_factor,
     rank_key,
     readable_score,
-    recency_factor,
-    recency_weight,
     select_with_min_score,
 )
 from apus.search.snippet import Snippet, make_snippet
 from apus.search.vector_leg import VectorLeg
-from apus.vault.annotations import annotations_in, without_annotations
+from apus.vault.annotations import without_annotations
 from apus.vault.markdown import heading
 from apus.vault.text import Token, snippet_tokens, tokenize
 
@@ -165,65 +162,88 @@ class _KeywordHealth:
 
 @dataclass
 class _Candidate:
-    chunk: ChunkHead
+    """A candidate chosen to be shown, with its record."""
+
+    chunk: ChunkRecord
     score: MergedScore[int] | None
     factors: RankFactors
     final: float
-    keyword_match: bool
     mmr_position: int | None = None
 
     @property
     def tier(self) -> PathTier:
         return self.factors.tier
 
-    @property
-    def relevance(self) -> float:
-        """The merged score before recency and importance: what `minScore` is applied to."""
-        return self.score.merged if self.score is not None else 0.0
+
+@dataclass(frozen=True)
+class _Pool:
+    """Every candidate of one ranking, position by position: arrays, so that hundreds of
+    candidates are weighed and ordered without an object each (only those shown get one)."""
+
+    candidates: Candidates
+    scores: list[MergedScore[int] | None]
+    relevance: np.ndarray  # the merged score, before recency and importance
+    keyword: list[bool]  # found by its words (or the query names its note)
+    tiers: np.ndarray  # PathTier values
+    weights: Weights
+    final: np.ndarray
+
+    def order(self) -> list[int]:
+        """Positions best first: higher path tier, then higher final score, then the legs'
+        order (`rank_key`; lexsort is stable)."""
+        order: list[int] = np.lexsort((-self.final, -self.tiers)).tolist()
+        return order
+
+    def without(self, gone: set[int]) -> _Pool:
+        """The pool without the candidates (chunk ids) deleted since they were weighed."""
+        keep = [i for i, chunk_id in enumerate(self.candidates.ids) if chunk_id not in gone]
+        at = np.asarray(keep, dtype=np.int64)
+        return _Pool(
+            self.candidates.only(keep),
+            [self.scores[i] for i in keep],
+            self.relevance[at],
+            [self.keyword[i] for i in keep],
+            self.tiers[at],
+            self.weights.only(at),
+            self.final[at],
+        )
+
+    def chosen(self, position: int, record: ChunkRecord) -> _Candidate:
+        weights = self.weights
+        factors = RankFactors(
+            recency=float(weights.recency[position]),
+            importance=float(weights.importance[position]),
+            tier=PathTier(int(self.tiers[position])),
+            recency_weight=float(weights.recency_weight[position]),
+        )
+        return _Candidate(record, self.scores[position], factors, float(self.final[position]))
 
 
 @dataclass
 class _RankingWork:
     """What ranking learns in one search, kept for its every stage: the merged stage ranks
     the keyword stage's chunks again, and nothing about a chunk but its score has changed.
-    Candidates are read without their texts; the texts of the hits shown are read then."""
+    Candidates are weighed without their texts; the records of the hits shown are read
+    then."""
 
     query: ParsedQuery
     options: ResolvedOptions
     admitted: Admitted | None
     today: dt.date
     named: set[int] | None = None  # first chunks of the notes the query names
-    chunks: dict[int, ChunkHead] = field(default_factory=dict)
+    facts: dict[int, ChunkFacts] = field(default_factory=dict)  # read from the store
     tiers: dict[int, PathTier] = field(default_factory=dict)
-    factors: dict[int, RankFactors] = field(default_factory=dict)
-    texts: dict[int, str] = field(default_factory=dict)  # of the chunks shown
+    records: dict[int, ChunkRecord] = field(default_factory=dict)  # of the chunks shown
     snippets: dict[int, Snippet] = field(default_factory=dict)
     tokens: dict[int, list[Token]] = field(default_factory=dict)  # of a non-ASCII text
     term_sets: dict[int, frozenset[str]] = field(default_factory=dict)  # what MMR compares
     media: dict[str, MediaFacts | None] = field(default_factory=dict)
 
-    def factors_of(self, chunk: ChunkHead) -> RankFactors:
-        factors = self.factors.get(chunk.id)
-        if factors is None:
-            options = self.options
-            note_date = dt.date.fromisoformat(chunk.note_date) if chunk.note_date else None
-            recency = recency_factor(note_date, self.today, options.half_life_days, options.recency)
-            # An entry's own annotation speaks for its passage before the note's.
-            annotated = annotations_in(chunk.annotated).importance if chunk.annotated else None
-            factors = RankFactors(
-                recency=recency,
-                importance=importance_factor(annotated or chunk.importance),
-                tier=self.tiers[chunk.id],
-                recency_weight=recency_weight(recency, options.recency_floor),
-            )
-            self.factors[chunk.id] = factors
-        return factors
-
-    def snippet_of(self, chunk: ChunkHead) -> Snippet:
+    def snippet_of(self, chunk: ChunkRecord) -> Snippet:
         snippet = self.snippets.get(chunk.id)
         if snippet is None:
             terms = frozenset(self.query.terms)
-            text = self.texts[chunk.id]
+            text = chunk.text
             shown = without_annotations(text)
             # Without annotations the snippet's text is the chunk's: MMR's tokens serve it.
             tokens = self.tokens.get(chunk.id) if shown is text else None
@@ -231,13 +251,13 @@ class _RankingWork:
             self.snippets[chunk.id] = snippet
         return snippet
 
-    def term_set_of(self, chunk: ChunkHead) -> frozenset[str]:
+    def term_set_of(self, chunk: ChunkRecord) -> frozenset[str]:
         """The folded terms of a chunk's text (`snippet_tokens`), found once a search: an
         ASCII text's without a token for each word, any other's from its tokens, kept for
         its snippet."""
         terms = self.term_sets.get(chunk.id)
         if terms is None:
-            text = self.texts[chunk.id]
+            text = chunk.text
             if text.isascii():
                 terms = snippet_tokens(text)
             else:
@@ -297,8 +317,8 @@ class Searcher:
         self._health: tuple[tuple[int, int | None], _KeywordHealth] | None = None
         self._damaged_stamp: int | None = None
         self._vectors_damaged = False
-        # (generation, the table once built, or None after the generation's first search)
-        self._path_words: tuple[int, PathWords | None] | None = None
+        # (generation, its tables once built, or None after the generation's first search)
+        self._tables: tuple[int, tuple[PathWords, ChunkTable] | None] | None = None
         self._last_path_words: PathWords | None = None  # of an earlier generation, maybe
         self._admitted: tuple[tuple[int, NoteFilter], Admitted] | None = None
         self._other_sources: tuple[tuple[int, tuple[str, ...]], bool] | None = None
@@ -450,14 +470,12 @@ class Searcher:
         if admitted is not None:
             allowed = set(admitted.chunks.tolist())
             scores = {chunk: score for chunk, score in scores.items() if chunk in allowed}
-        chunks: dict[int, ChunkHead] = self._with_store(
-            lambda s: s.chunk_heads_by_id(list(scores)), {}
-        )
+        files: dict[int, int] = self._with_store(lambda s: s.chunk_files_of(list(scores)), {})
         best: dict[int, tuple[int, float]] = {}
         for chunk_id, score in scores.items():
-            chunk = chunks.get(chunk_id)
-            if chunk is not None and score > best.get(chunk.file_id, (0, float("-inf")))[1]:
-                best[chunk.file_id] = (chunk_id, score)
+            file_id = files.get(chunk_id)
+            if file_id is not None and score > best.get(file_id, (0, float("-inf")))[1]:
+                best[file_id] = (chunk_id, score)
         return dict(best.values())
 
     # -- the keyword leg ----------------------------------------------------------------
@@ -595,8 +613,7 @@ class Searcher:
     def _rank(self, work: _RankingWork, legs: _Legs) -> list[SearchHit]:
         """The legs' hits merged, weighed, selected, diversified and made into hits."""
         options = work.options
-        chosen = self._select(self._candidates(work, legs), options)
-        self._texts(work, [c.chunk.id for c in chosen])
+        chosen = self._chosen(work, self._weighed(work, legs))
         if options.mmr and len(chosen) > 1:
             chosen = self._diversify(work, chosen, options.mmr_lambda)
         hits = [_hit(c, work.snippet_of(c.chunk), legs.vector) for c in chosen]
@@ -620,8 +637,8 @@ class Searcher:
             with_facts.append(replace(hit, media=media) if media else hit)
         return with_facts
 
-    def _candidates(self, work: _RankingWork, legs: _Legs) -> list[_Candidate]:
-        """Every chunk either leg found, plus the notes the query names, with their factors."""
+    def _weighed(self, work: _RankingWork, legs: _Legs) -> _Pool:
+        """Every chunk either leg found, plus the notes the query names, weighed."""
         options = work.options
         vector_weight, text_weight = leg_weights(
             options.vector_weight, options.text_weight, work.query.identifier_lookup
@@ -638,85 +655,114 @@ class Searcher:
         named = self._named_chunk_ids(work)
         ids = list(merged)
         ids.extend(i for i in named if i not in merged)
-        chunks = self._chunks(work, ids)
-        self._tiers(work, [chunks[i] for i in ids if i in chunks and i not in work.tiers])
-        candidates: list[_Candidate] = []
-        for chunk_id in ids:
-            chunk = chunks.get(chunk_id)
-            if chunk is None:  # deleted since the leg ran
-                continue
-            score = merged.get(chunk_id)
-            factors = work.factors_of(chunk)
-            candidates.append(
-                _Candidate(
-                    chunk=chunk,
-                    score=score,
-                    factors=factors,
-                    final=final_score(score.merged if score else 0.0, factors),
-                    keyword_match=(score is not None and score.text_raw is not None)
-                    or chunk_id in named,
-                )
-            )
-        candidates.sort(key=lambda c: rank_key(c.final, c.tier))
-        return candidates
+        candidates, paths = self._candidates(work, ids)
+        scores = [merged.get(chunk_id) for chunk_id in candidates.ids]
+        relevance = np.fromiter(
+            (0.0 if s is None else s.merged for s in scores), np.float64, len(scores)
+        )
+        keyword = [
+            (s is not None and s.text_raw is not None) or chunk_id in named
+            for chunk_id, s in zip(candidates.ids, scores, strict=True)
+        ]
+        tiers = self._tiers(work, candidates, paths)
+        weights = weigh(candidates, options, work.today)
+        # As `final_score`: relevance × recency weight × importance, in that order.
+        final = relevance * weights.recency_weight * weights.importance
+        return _Pool(candidates, scores, relevance, keyword, tiers, weights, final)
 
-    def _chunks(self, work: _RankingWork, ids: list[int]) -> dict[int, ChunkHead]:
-        """The chunks `ids` name, without their texts, each read from the store once a
-        search."""
-        missing = [chunk_id for chunk_id in ids if chunk_id not in work.chunks]
-        if missing:
-            found: dict[int, ChunkHead] = self._with_store(
-                lambda s: s.chunk_heads_by_id(missing), {}
-            )
-            work.chunks.update(found)
-        return work.chunks
+    def _candidates(
+        self, work: _RankingWork, ids: list[int]
+    ) -> tuple[Candidates, PathWords | None]:
+        """The candidates `ids` that are still stored, with what weighs them: from this
+        generation's table when it is built, else read from the store (once a search); and
+        the generation's path words (None until built), which tier them."""
 
-    def _texts(self, work: _RankingWork, ids: list[int]) -> None:
-        """The texts of the chunks shown (their snippets, MMR), read once a search; one
-        deleted since its record was read shows as empty."""
-        missing = [chunk_id for chunk_id in ids if chunk_id not in work.texts]
-        if missing:
-            found: dict[int, str] = self._with_store(lambda s: s.chunk_texts(missing), {})
-            work.texts.update({chunk_id: found.get(chunk_id, "") for chunk_id in missing})
+        def read(store: Store, asked: list[int]) -> list[ChunkFacts]:
+            missing = [chunk_id for chunk_id in asked if chunk_id not in work.facts]
+            if missing:
+                work.facts.update((f.id, f) for f in store.chunk_facts(missing))
+            return [work.facts[chunk_id] for chunk_id in asked if chunk_id in work.facts]
 
-    def _tiers(self, work: _RankingWork, chunks: list[ChunkHead]) -> None:
-        """The path tier of each chunk, for all of them at once (`path_tiers`)."""
-        if not chunks:
-            return
-        table = self._with_store(self._path_words_of, None)
-        candidates = [(chunk.file_id, chunk.path) for chunk in chunks]
-        tiers = path_tiers(work.query.path, candidates, table)
-        work.tiers.update((chunk.id, tier) for chunk, tier in zip(chunks, tiers, strict=True))
+        def find(store: Store) -> tuple[Candidates, PathWords | None]:
+            tables = self._tables_of(store)
+            if tables is None:
+                read(store, ids)
+                return read_candidates(ids, work.facts), None
+            paths, chunks = tables
+            return chunks.candidates(ids, lambda asked: read(store, asked)), paths
 
-    def _path_words_of(self, store: Store) -> PathWords | None:
-        """Every indexed path's words, built again when the store changes; None for the
-        first search of a store generation, which tiers its candidates one by one. The
-        table costs a pass over every path (a second or so at 100k notes), which repays
-        itself over many searches, not over the one a shell command makes."""
-        generation = store.generation()
-        if self._path_words is None or self._path_words[0] != generation:
-            self._path_words = (generation, None)
-        elif self._path_words[1] is None:
-            # After an edit, the last table is brought up to date: only the paths that
-            # changed are read again.
-            last = self._last_path_words
-            files = store.file_paths()
-            table = PathWords(files) if last is None else last.updated(files)
-            self._path_words = self._path_words[0], table
-            self._last_path_words = table
-        return self._path_words[1]
+        nothing: tuple[Candidates, PathWords | None] = (read_candidates([], {}), None)
+        return self._with_store(find, nothing)
 
     @staticmethod
-    def _select(candidates: list[_Candidate], options: ResolvedOptions) -> list[_Candidate]:
-        """Path-tier matches first, then the rest through `minScore` (keyword matches kept),
-        which judges relevance alone: recency and importance only order what passes."""
+    def _tiers(work: _RankingWork, candidates: Candidates, table: PathWords | None) -> np.ndarray:
+        """The path tier of each candidate (`path_tiers`, for those not tiered yet this
+        search, all at once)."""
+        tiers = work.tiers
+        fresh = [p for p, chunk_id in enumerate(candidates.ids) if chunk_id not in tiers]
+        if fresh:
+            files = candidates.files[np.asarray(fresh, dtype=np.int64)]
+            found = path_tiers(work.query.path, files, candidates.paths, table)
+            tiers.update((candidates.ids[p], tier) for p, tier in zip(fresh, found, strict=True))
+        count = len(candidates.ids)
+        return np.fromiter((tiers[chunk_id] for chunk_id in candidates.ids), np.int64, count)
+
+    def _chosen(self, work: _RankingWork, pool: _Pool) -> list[_Candidate]:
+        """The candidates selected to be shown, with their records (read once a search). A
+        chunk deleted since it was weighed gives its place to the next."""
+        while True:
+            positions = self._select(pool, work.options)
+            ids = [pool.candidates.ids[p] for p in positions]
+            records = self._records(work, ids)
+            gone = {chunk_id for chunk_id in ids if chunk_id not in records}
+            if not gone:
+                return [pool.chosen(p, records[i]) for p, i in zip(positions, ids, strict=True)]
+            pool = pool.without(gone)
+
+    def _records(self, work: _RankingWork, ids: list[int]) -> dict[int, ChunkRecord]:
+        """The records (texts included) of the chunks shown, read once a search."""
+        missing = [chunk_id for chunk_id in ids if chunk_id not in work.records]
+        if missing:
+            found: dict[int, ChunkRecord] = self._with_store(lambda s: s.chunks_by_id(missing), {})
+            work.records.update(found)
+        return work.records
+
+    def _tables_of(self, store: Store) -> tuple[PathWords, ChunkTable] | None:
+        """This store generation's tables: every path's words and every chunk's facts.
+        None for the generation's first search, which tiers and weighs its candidates one
+        by one. The tables cost a pass over every path and chunk (0.1 s and more at 100k
+        notes), which repays itself over many searches, not over the one a shell command
+        makes."""
+        generation = store.generation()
+        if self._tables is None or self._tables[0] != generation:
+            self._tables = (generation, None)
+        elif self._tables[1] is None:
+            with store.snapshot():
+                # After an edit, the last path table is brought up to date: only the paths
+                # that changed are read again.
+                last = self._last_path_words
+                files = store.file_paths()
+                paths = PathWords(files) if last is None else last.updated(files)
+                chunks = ChunkTable.read(store, paths.paths)
+            self._tables = self._tables[0], (paths, chunks)
+            self._last_path_words = paths
+        return self._tables[1]
+
+    @staticmethod
+    def _select(pool: _Pool, options: ResolvedOptions) -> list[int]:
+        """Positions of the candidates shown: path-tier matches first, then the rest through
+        `minScore` (keyword matches kept), which judges relevance alone: recency and
+        importance only order what passes."""
         limit = options.limit
-        tiered = [c for c in candidates if c.tier > PathTier.NONE]
-        rest = [c for c in candidates if c.tier == PathTier.NONE]
+        tiers = pool.tiers.tolist()
+        order = pool.order()
+        tiered = [p for p in order if tiers[p] > PathTier.NONE]
+        rest = [p for p in order if tiers[p] == PathTier.NONE]
+        relevance = pool.relevance.tolist()
         return tiered[:limit] + select_with_min_score(
             rest,
-            score=lambda c: c.relevance,
-            is_keyword_match=lambda c: c.keyword_match,
+            score=relevance.__getitem__,
+            is_keyword_match=pool.keyword.__getitem__,
             min_score=options.min_score,
             limit=max(0, limit - len(tiered)),
         )

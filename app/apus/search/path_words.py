@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -54,18 +54,23 @@ class PathWords:
         table._extension = _changed(self._extension, gone, new, part=1)
         return table
 
+    @property
+    def paths(self) -> Mapping[int, str]:
+        """Every file's path when this table was built, by file id."""
+        return self._paths
+
     def known(self, files: np.ndarray) -> np.ndarray:
         """Per file id: was its path indexed when this table was built?"""
-        return _holds(self._known, files)
+        return holds(self._known, files)
 
     def holding(self, words: Sequence[str], files: np.ndarray, *, whole: bool) -> np.ndarray:
         """Per file id: does its path hold every one of `words`, as words of the path without
         its extension, or (`whole`) of the whole path?"""
         held = np.ones(len(files), dtype=bool)
         for word in words:
-            found = _holds(self._stem.get(word, _NO_FILES), files)
+            found = holds(self._stem.get(word, _NO_FILES), files)
             if whole:
-                found |= _holds(self._extension.get(word, _NO_FILES), files)
+                found |= holds(self._extension.get(word, _NO_FILES), files)
             held &= found
         return held
 
@@ -101,7 +106,7 @@ def _changed(
     for word in removed.keys() | added.keys():
         ids = result.get(word, _NO_FILES)
         if word in removed:
-            ids = ids[~_holds(_sorted(removed[word]), ids)]
+            ids = ids[~holds(_sorted(removed[word]), ids)]
         if word in added:
             ids = sorted_unique(np.concatenate([ids, np.asarray(added[word], dtype=np.int64)]))
         if len(ids):
@@ -115,35 +120,35 @@ def _sorted(ids: list[int]) -> np.ndarray:
     return sorted_unique(np.asarray(ids, dtype=np.int64))
 
 
-def _holds(sorted_ids: np.ndarray, files: np.ndarray) -> np.ndarray:
-    """Per entry of `files`: is it in `sorted_ids`?"""
+def holds(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per entry of `values`: is it in `sorted_ids` (ascending)?"""
     if not len(sorted_ids):
-        return np.zeros(len(files), dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_ids, files), len(sorted_ids) - 1)
-    found: np.ndarray = sorted_ids[at] == files
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)
+    found: np.ndarray = sorted_ids[at] == values
     return found
 
 
 def path_tiers(
-    query: QueryPath, candidates: Sequence[tuple[int, str]], table: PathWords | None
+    query: QueryPath, files: np.ndarray, paths: Mapping[int, str], table: PathWords | None
 ) -> list[PathTier]:
-    """`query.tier(path)` of each candidate (file id, path), the paths' words looked up in
-    `table` for all of them at once. Every tier needs each query word among the words of the
-    whole path (or, with a separator in the query, the query inside the path), so the rest
-    are NONE without their paths being read."""
+    """`query.tier(path)` of each candidate note (`files`: int64 file ids; `paths`: the path
+    of each), the paths' words looked up in `table` for all of them at once. Every tier
+    needs each query word among the words of the whole path (or, with a separator in the
+    query, the query inside the path), so the rest are NONE without their paths being
+    read."""
+    file_list: list[int] = files.tolist()
     if table is None or not query.form:
-        return [query.tier(path) for _, path in candidates]
-    files = np.fromiter((file_id for file_id, _ in candidates), np.int64, len(candidates))
-    known = table.known(files)
-    in_whole = table.holding(query.words, files, whole=True)
-    in_stem = table.holding(query.words, files, whole=False)
-    tiers: list[PathTier] = []
-    for index, (_, path) in enumerate(candidates):
+        return [query.tier(paths[file_id]) for file_id in file_list]
+    # As lists: one Python value each, not a numpy scalar made at every index.
+    known = table.known(files).tolist()
+    in_whole = table.holding(query.words, files, whole=True).tolist()
+    in_stem = table.holding(query.words, files, whole=False).tolist()
+    tiers = [PathTier.NONE] * len(file_list)
+    for index, file_id in enumerate(file_list):
         if not known[index]:  # indexed since the table was built
-            tiers.append(query.tier(path))
-        elif not (in_whole[index] or query.has_separator):
-            tiers.append(PathTier.NONE)
-        else:
+            tiers[index] = query.tier(paths[file_id])
+        elif in_whole[index] or query.has_separator:
             held = functools.partial(bool, in_stem[index])
-            tiers.append(query.tier_of_normalised(normalise_path(path), held))
+            tiers[index] = query.tier_of_normalised(normalise_path(paths[file_id]), held)
     return tiers

@@ -11,6 +11,8 @@ from apus.vault.text import Token, term_spans
 SNIPPET_CHARS = 240
 # `\s` is `str.isspace` for str patterns: the runs a result line shows as one space.
 _SPACE_RUN_RE = re.compile(r"\s+")
+# The runs that move what follows them: a run of one character becomes one space in place.
+_LONG_SPACE_RUN_RE = re.compile(r"\s\s+")
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,9 @@ def _collapse_whitespace(
     text: str, spans: tuple[tuple[int, int], ...]
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
     """One line of text for a result list; highlight offsets follow the collapsing."""
-    runs = [match.span() for match in _SPACE_RUN_RE.finditer(text)]
     collapsed = _SPACE_RUN_RE.sub(" ", text)
+    # Only runs of two or more characters shift offsets (most runs are one space).
+    runs = [match.span() for match in _LONG_SPACE_RUN_RE.finditer(text)] if spans else []
     moved = tuple((_collapsed_offset(runs, s), _collapsed_offset(runs, e)) for s, e in spans)
     stripped = collapsed.lstrip()
     offset = len(collapsed) - len(stripped)
@@ -94,8 +97,9 @@ def _collapse_whitespace(
 
 
 def _collapsed_offset(runs: list[tuple[int, int]], index: int) -> int:
-    """Where offset `index` of a text lands once each whitespace run in `runs` is one space
-    (an offset inside a run lands just after its space)."""
+    """Where offset `index` of a text lands once each whitespace run in `runs` (those of
+    two or more characters) is one space (an offset inside a run lands just after its
+    space)."""
     removed = 0
     for start, end in runs:
         if index <= start:

@@ -1,0 +1,47 @@
+"""A snippet is one line: each whitespace run becomes one space, and the highlights move with
+the text they mark."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from apus.search.snippet import _collapse_whitespace, make_snippet
+
+# Words, single spaces and longer runs of every kind of whitespace, so that runs of one
+# character (which move nothing) and longer ones (which do) are both met.
+_PIECES = st.sampled_from(["a", "bc", "Déf", " ", "  ", "\n", " \n\t", "\u2028", "\u00a0 ", "x"])
+_TEXTS = st.lists(_PIECES, max_size=40).map("".join)
+
+
+def _collapsed_by_hand(text: str, index: int) -> int:
+    """Where offset `index` lands, counted character by character: the first character of
+    each whitespace run becomes the space, the rest of the run is dropped."""
+    kept = 0
+    for position in range(index):
+        if not (text[position].isspace() and position > 0 and text[position - 1].isspace()):
+            kept += 1
+    return kept
+
+
+@settings(max_examples=500)
+@given(_TEXTS, st.data())
+def test_highlights_follow_the_collapsed_text(text: str, data: st.DataObject) -> None:
+    bounds = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    spans = tuple((bounds[i], bounds[i + 1]) for i in range(0, len(bounds) - 1, 2))
+    collapsed, moved = _collapse_whitespace(text, spans)
+    assert collapsed == " ".join(text.split())
+    lead = len(text) - len(text.lstrip())
+    lead_kept = _collapsed_by_hand(text, lead)
+    expected = []
+    for start, end in spans:
+        start, end = _collapsed_by_hand(text, start), _collapsed_by_hand(text, end)
+        if end - lead_kept > 0:
+            expected.append((max(0, start - lead_kept), min(len(collapsed), end - lead_kept)))
+    assert list(moved) == expected
+
+
+def test_a_snippet_marks_the_query_words_across_collapsed_runs() -> None:
+    snippet = make_snippet("The  heron\n\n  stood\tin the   marsh.", frozenset({"heron", "marsh"}))
+    assert snippet.text == "The heron stood in the marsh."
+    assert [snippet.text[s:e] for s, e in snippet.highlights] == ["heron", "marsh"]

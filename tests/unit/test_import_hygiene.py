@@ -86,6 +86,21 @@ NOT_FOR_A_KEYWORD_SEARCH = (
     "apus.cli.evaluate",
     "apus.cli.models",
     "apus.cli.sessions",
+    # Search by meaning (the providers, the vector leg, FAISS's file, the identity of the
+    # vectors), the media of extraPaths, scanning, chunking and transcripts: loaded when a
+    # search runs the vector leg, meets a media hit or reads a note or a transcript.
+    "apus.embed.base",
+    "apus.embed.providers",
+    "apus.search.vector_leg",
+    "apus.index.vectors",
+    "apus.index.identity",
+    "apus.index.media",
+    "apus.index.last_sync",
+    "apus.vault.scan",
+    "apus.vault.chunk",
+    "apus.vault.markdown",
+    "apus.vault.transcripts",
+    "apus.search.per_note",
 )
 
 
@@ -120,3 +135,11 @@ def test_a_keyword_search_loads_only_what_it_uses(tmp_path: Path, provider: str)
     assert done.returncode == 0, done.stderr
     assert "tar.md" in done.stdout  # it did search
     assert done.stdout.strip().splitlines()[-1] == "LOADED", done.stdout[-500:]
+
+
+def test_the_engine_knows_a_note_by_the_scanners_suffixes() -> None:
+    # The engine keeps its own copy so that a search need not import the scanner.
+    from apus.search.engine import NOTE_SUFFIXES
+    from apus.vault.scan import NOTE_SUFFIXES as SCANNED
+
+    assert NOTE_SUFFIXES == SCANNED

@@ -304,8 +304,7 @@ def search(
     from apus.cli.search_context import SearchContext
     from apus.index.note_filter import CORPUS_SOURCES, Asker, SessionScope
     from apus.search.options import SearchOptions
-    from apus.search.per_note import limit_per_note
-    from apus.search.weak import weak_chunks
+    from apus.search.weak import found_by_meaning_alone, weak_chunks
 
     words = _parsed(" ".join(query), dated=time_words and since is None and until is None)
     window = words.window
@@ -328,8 +327,15 @@ def search(
         response, widened = memory.search_dated(words, options, guessed=window is not None)
         reading = memory.reading()
         if per_note is not None:
+            from apus.search.per_note import limit_per_note
+
             response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
-        weak = weak_chunks(response.hits, memory.provider.embedder)
+        # The provider is resolved only for hits found by meaning alone (never by keyword).
+        weak = (
+            weak_chunks(response.hits, memory.provider.embedder)
+            if found_by_meaning_alone(response.hits)
+            else frozenset()
+        )
     context = SearchContext(window, widened, reading, response.coverage)
     _show(response, context, explain=explain, as_json=as_json, weak=weak)
 

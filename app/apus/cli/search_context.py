@@ -5,12 +5,13 @@ vectors are being built (on stderr, and in the `--json` object)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from apus.indexing.progress import SyncProgress
-from apus.search.time_words import DateWindow
-from apus.search.vector_leg import coverage_sentence
 from apus.units import human_duration
+
+if TYPE_CHECKING:
+    from apus.indexing.progress import SyncProgress
+    from apus.search.time_words import DateWindow
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class SearchContext:
                 "read so far; ask again when it is done."
             )
         if self.coverage is not None:
+            # The vector leg's modules, only while it served a partial vector set.
+            from apus.search.vector_leg import coverage_sentence
+
             said.append(
                 f"Still embedding: {coverage_sentence(self.coverage)}; the rest are found by "
                 "their words."

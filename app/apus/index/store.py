@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,7 +30,9 @@ from apus.index.sqlite import (
     move_aside,
     raise_for_user,
 )
-from apus.vault.chunk import Chunk
+
+if TYPE_CHECKING:  # the writers hand chunks in; a search never imports the chunker
+    from apus.vault.chunk import Chunk
 
 SCHEMA_VERSION = 4
 # Values bound per `IN (...)` query: well under SQLite's default limit of 999 parameters.

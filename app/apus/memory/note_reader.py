@@ -14,9 +14,7 @@ from pathlib import Path
 
 from apus.config import Settings
 from apus.errors import ApusError
-from apus.index.media import is_media_path
 from apus.index.store import Store
-from apus.vault.scan import is_note_name, read_note_text
 
 # Lines handed out per call: enough for most notes, little enough for an agent's context.
 DEFAULT_LINES = 200
@@ -126,6 +124,10 @@ def resolve_indexed_note(
 ) -> tuple[str, Path]:
     """(the store's path, the real file) for a path an agent or a user gave, or
     NoteRefusedError saying why it cannot be read."""
+    # Scanning and media rules are imported by a command that reads a note, not by a search.
+    from apus.index.media import is_media_path
+    from apus.vault.scan import is_note_name
+
     vault = settings.vault_path()
     rel_path = _relative_form(raw_path, vault)
     if is_media_path(rel_path):
@@ -164,6 +166,8 @@ def _relative_form(raw_path: str, vault: Path) -> str:
 
 
 def _read_checked(settings: Settings, rel_path: str, real: Path) -> str:
+    from apus.vault.scan import read_note_text
+
     try:
         info = os.stat(real)
     except OSError as exc:

@@ -13,19 +13,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from apus.config import Settings, SettingsSource
-from apus.embed.base import EmbeddingError
-from apus.embed.providers import (
-    ProviderResolution,
-    is_remote,
-    resolve_provider,
-    retry_after_crashes,
-)
+from apus.embedding_services import OWN_PROVIDERS
 from apus.errors import IndexBusyError
-from apus.index.last_sync import LastSync, newer, read_last_sync, write_last_sync
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.store import Store
-from apus.indexing.progress import ProgressCallback, SyncProgress, ignore_progress
-from apus.indexing.reading_progress import reading_progress
 from apus.indexing.request import SyncRequest
 from apus.memory.note_reader import (
     DEFAULT_LINES,
@@ -46,15 +37,19 @@ from apus.memory.transcript_reader import (
 from apus.search.engine import Searcher, SearchResponse
 from apus.search.options import SearchOptions
 from apus.search.query import ParsedQuery
-from apus.search.vector_leg import ProviderVectorLeg
 
-# What only indexing, status, writing, recall or a live session needs is imported where it
-# is used: a one-shot search starts a new process each time and pays for every module.
+# What only indexing, status, writing, recall, search by meaning or a live session needs is
+# imported where it is used: a one-shot search starts a new process each time and pays for
+# every module (the embedding providers alone are a tenth of a keyword search's imports).
 if TYPE_CHECKING:
+    from apus.embed.providers import ProviderResolution
+    from apus.index.last_sync import LastSync
     from apus.index.status import EmbeddingsState, IndexStatus
+    from apus.indexing.progress import ProgressCallback, SyncProgress
     from apus.indexing.sync import Indexer, SyncReport
     from apus.memory.writer import Entry, WrittenEntry
     from apus.search.recall import RecallEntry
+    from apus.search.vector_leg import ProviderVectorLeg
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +120,8 @@ class Memory:
     @property
     def provider(self) -> ProviderResolution:
         """The embedding provider of these settings, resolved on first use."""
+        from apus.embed.providers import resolve_provider
+
         with self._lock:
             if self._provider is None:
                 self._provider = resolve_provider(self.settings.search)
@@ -135,7 +132,8 @@ class Memory:
         """Whether search must fail rather than answer by keyword alone when embeddings
         cannot run: an explicitly configured remote provider, or `fallback = "none"`."""
         search = self.settings.search
-        return is_remote(search.provider) or search.fallback == "none"
+        # `embed.providers.is_remote`, without importing the providers for a keyword search.
+        return search.provider not in OWN_PROVIDERS or search.fallback == "none"
 
     def reload(self) -> bool:
         """Re-read the settings; a change of the search settings re-resolves the provider.
@@ -159,11 +157,20 @@ class Memory:
     def searcher(self) -> Searcher:
         with self._lock:
             if self._searcher is None:
+                # The provider is resolved when a search first needs the vector leg: a
+                # keyword search never resolves it (a local model's file is checked then).
                 self._searcher = Searcher(
-                    self.settings, vector_leg=self._vector_leg(), strict=self.strict
+                    self.settings, vector_leg_source=self._searched_vector_leg, strict=self.strict
                 )
-                self._start_reembed_if_due()
             return self._searcher
+
+    def _searched_vector_leg(self) -> ProviderVectorLeg | None:
+        """The vector leg as the Searcher first asks for it; a re-embed found due then is
+        started."""
+        with self._lock:
+            leg = self._vector_leg()
+            self._start_reembed_if_due()
+            return leg
 
     def search(
         self, query: str | ParsedQuery, options: SearchOptions | None = None
@@ -251,6 +258,8 @@ class Memory:
         weight = self.settings.search.query.hybrid.vector_weight
         store = Store(self.index_dir, readonly=True)
         try:
+            from apus.embed.base import EmbeddingError
+
             try:
                 return recall(store, message, embedder=embedder, vector_weight=weight)
             except EmbeddingError:
@@ -269,11 +278,15 @@ class Memory:
     def last_sync(self) -> LastSync | None:
         """How the latest sync of this index ended: this session's, or another process's
         when that one is newer (recorded beside the index by whoever ran it)."""
+        from apus.index.last_sync import newer, read_last_sync
+
         return newer(self._last_sync, read_last_sync(self.index_dir))
 
     def reading(self) -> SyncProgress | None:
         """How far a sync (this session's or another process's) has read the notes, while
         it still reads them: searches until then cover only the notes read so far."""
+        from apus.indexing.reading_progress import reading_progress
+
         return reading_progress(self.index_dir)
 
     def embeddings(self, *, deep: bool = False) -> EmbeddingsState:
@@ -303,6 +316,9 @@ class Memory:
         progress: ProgressCallback | None = None,
     ) -> SyncReport:
         """Index now, in this thread (the CLI's `memory index`)."""
+        from apus.index.last_sync import LastSync
+        from apus.indexing.progress import ignore_progress
+
         emit = progress or ignore_progress
 
         def watched(event: SyncProgress) -> None:
@@ -324,12 +340,16 @@ class Memory:
 
     def _record_sync(self, outcome: LastSync) -> None:
         """Keep the outcome in the session, and beside the index for every other process."""
+        from apus.index.last_sync import write_last_sync
+
         self._last_sync = outcome
         write_last_sync(self.index_dir, outcome)
 
     def retry_provider(self) -> None:
         """Start a local server again even after crashes in a row stopped restarts (the
         person asked for this run; background syncs never call it)."""
+        from apus.embed.providers import retry_after_crashes
+
         retry_after_crashes(self.provider.embedder)
 
     def subscribe(self, listener: Listener) -> None:
@@ -418,6 +438,8 @@ class Memory:
             return resolve_indexed_note(self.settings, store, parse_address(path).path)[0]
 
     def _vector_leg(self) -> ProviderVectorLeg | None:
+        from apus.search.vector_leg import ProviderVectorLeg
+
         with self._lock:
             provider = self.provider
             # Without an embedder the leg still says why (and whether that is a failure).
@@ -433,9 +455,9 @@ class Memory:
 
     def _close_search_side(self) -> None:
         if self._searcher is not None:
-            self._searcher.close()  # closes the vector leg too
+            self._searcher.close()  # closes the vector leg when it took it
             self._searcher = None
-        elif self._leg is not None:
+        if self._leg is not None:  # made for status alone, maybe (closing twice is harmless)
             self._leg.close()
         self._leg = None
         if self._provider is not None and self._provider.embedder is not None:
@@ -446,6 +468,8 @@ class Memory:
         """Vectors made before task prefixes existed are rebuilt once, in the background;
         so is vectors.faiss when memory.search.vectorDims or vectorIndex changed (from the
         store: nothing is embedded again)."""
+        from apus.embed.base import EmbeddingError
+
         leg = self._leg
         if leg is None:
             return

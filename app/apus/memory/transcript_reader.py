@@ -15,7 +15,6 @@ from apus.config import Settings
 from apus.errors import ApusError
 from apus.index.note_filter import Asker, NoteFilter, SessionScope
 from apus.index.store import Store
-from apus.vault import transcripts as tx
 
 # The transcript tables are read only by the functions that search or page them: every note
 # search scopes its filter here (`scoped_filter`), and need not load them.
@@ -66,6 +65,8 @@ class ConversationWindow:
 
 
 def check_enabled(settings: Settings) -> None:
+    from apus.vault import transcripts as tx
+
     if not tx.enabled(settings.search):
         raise TranscriptsOffError("Session transcripts are not indexed.", fix=_ENABLE_FIX)
 
@@ -75,6 +76,9 @@ def scoped_filter(settings: Settings, filters: NoteFilter) -> NoteFilter:
     the configured visibility (from settings, never from the caller) for the asker it names."""
     if "sessions" not in filters.sources:
         return filters
+    # Reading transcripts is imported only by a search that may return them.
+    from apus.vault import transcripts as tx
+
     if not tx.enabled(settings.search):
         kept = tuple(source for source in filters.sources if source != "sessions")
         return replace(filters, sources=kept)
@@ -129,6 +133,8 @@ def transcript_history(
     scope = SessionScope.of(settings.tools.sessions.visibility, asker)
     moment = ""
     if around:
+        from apus.vault import transcripts as tx
+
         moment = tx.normalise_timestamp(around)
         if not moment:
             raise ApusError(

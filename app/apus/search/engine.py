@@ -35,14 +35,10 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from apus.config import Settings
-from apus.embed.base import EmbeddingError
 from apus.errors import Problem, ProviderUnavailableError
 from apus.index.keyword import KeywordIndex
-from apus.index.media import MediaFacts, is_media_path, media_facts
 from apus.index.note_filter import NoteFilter
-from apus.index.readiness import NOT_INDEXED
 from apus.index.store import ChunkFacts, ChunkRecord, Store
-from apus.index.vectors import VectorIndexError
 from apus.search.chunk_table import Candidates, ChunkTable, Weights, read_candidates, weigh
 from apus.search.hybrid import MergedScore, leg_weights, merge_legs
 from apus.search.mmr import mmr_order
@@ -57,15 +53,21 @@ from apus.search.ranking import (
     select_with_min_score,
 )
 from apus.search.snippet import Snippet, make_snippet
-from apus.search.vector_leg import VectorLeg
 from apus.vault.annotations import without_annotations
-from apus.vault.markdown import heading
 from apus.vault.text import Token, snippet_tokens, tokenize
 
+# The vector leg's modules (embedding, FAISS) and the media of `extraPaths` are imported
+# when a search uses them: a one-shot keyword search is a new process that pays for each.
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from apus.index.media import MediaFacts
+    from apus.search.vector_leg import VectorLeg
+
 T = TypeVar("T")
+# A note's suffixes (`apus.vault.scan.NOTE_SUFFIXES`, which a test holds this to): a hit on
+# any other path may be an image or audio file.
+NOTE_SUFFIXES = (".md", ".markdown")
 # A long note's first chunks stand for it when looking for related notes: each is one FAISS
 # scan, and past a dozen passages a note's topic is already clear.
 _RELATED_CHUNKS = 12
@@ -303,12 +305,17 @@ class Searcher:
         settings: Settings,
         *,
         vector_leg: VectorLeg | None = None,
+        vector_leg_source: Callable[[], VectorLeg | None] | None = None,
         strict: bool = False,
         today: Callable[[], dt.date] = dt.date.today,
     ) -> None:
+        """`vector_leg`, or `vector_leg_source` to make it when a search first needs it (a
+        keyword search never does)."""
         self.settings = settings
         self.index_dir = settings.index_dir()
-        self.vector_leg = vector_leg
+        self._leg = vector_leg
+        self._leg_source = vector_leg_source
+        self._leg_lock = threading.Lock()
         self.strict = strict
         self._today = today
         self._keyword = KeywordIndex(self.index_dir)
@@ -325,12 +332,20 @@ class Searcher:
         # Made for the first query embedding: a keyword search never needs a thread.
         self._pool: ThreadPoolExecutor | None = None
 
+    @property
+    def vector_leg(self) -> VectorLeg | None:
+        """The vector leg (None: embeddings are off), made by its source on first use."""
+        with self._leg_lock:
+            if self._leg_source is not None:
+                self._leg, self._leg_source = self._leg_source(), None
+            return self._leg
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         self._keyword.close()
-        if self.vector_leg is not None:
-            self.vector_leg.close()
+        if self._leg is not None:  # one never made is not made to be closed
+            self._leg.close()
         with self._store_lock:
             if self._store is not None:
                 self._store.close()
@@ -444,10 +459,9 @@ class Searcher:
         options = SearchOptions(limit=limit, mmr=False, recency=False, min_score=0.0)
         resolved = options.resolve(self.settings.search.query)
         k = resolved.candidates
-        usable = self.vector_leg is not None and self.vector_leg.availability().usable
-        if usable and own:
-            assert self.vector_leg is not None
-            found = self.vector_leg.neighbours([c.id for c in own][:_RELATED_CHUNKS], k + len(own))
+        leg = self.vector_leg
+        if leg is not None and leg.availability().usable and own:
+            found = leg.neighbours([c.id for c in own][:_RELATED_CHUNKS], k + len(own))
             hits = self._best_per_note(found, admitted)
             legs = _Legs(None, hits, {"vector": LegReport(True, "", "", len(hits))})
             mode: Mode = "vector"
@@ -499,6 +513,8 @@ class Searcher:
     def _keyword_health(self) -> _KeywordHealth:
         generation: int | None = self._with_store(lambda s: s.generation(), None)
         if generation is None:
+            from apus.index.readiness import NOT_INDEXED
+
             return _KeywordHealth(False, 0, NOT_INDEXED.reason, NOT_INDEXED.fix)
         stamp = self._keyword.stamp_signature()
         signature = (generation, stamp)
@@ -566,9 +582,10 @@ class Searcher:
             return _VectorStart(None, LegReport(False, "not requested (--mode keyword)"))
         if not options.hybrid:
             return _VectorStart(None, LegReport(False, "hybrid search is disabled in config"))
-        if self.vector_leg is None:
+        leg = self.vector_leg
+        if leg is None:
             return _VectorStart(None, LegReport(False, "embeddings are off (provider = none)"))
-        available = self.vector_leg.availability()
+        available = leg.availability()
         if available.usable:
             allowed = None if admitted is None else admitted.chunks
             future = self._leg_pool().submit(self._vector_leg, query, options.candidates, allowed)
@@ -581,10 +598,14 @@ class Searcher:
     def _vector_leg(
         self, query: str, k: int, allowed: np.ndarray | None
     ) -> tuple[dict[int, float] | None, LegReport]:
-        assert self.vector_leg is not None
+        from apus.embed.base import EmbeddingError
+        from apus.index.vectors import VectorIndexError
+
+        leg = self.vector_leg
+        assert leg is not None
         started = time.perf_counter()
         try:
-            hits = self.vector_leg.search(query, k, allowed)
+            hits = leg.search(query, k, allowed)
         except EmbeddingError as exc:
             if self.strict:
                 raise self._unavailable(exc.problem) from exc
@@ -621,6 +642,10 @@ class Searcher:
 
     def _with_media_facts(self, work: _RankingWork, hits: list[SearchHit]) -> list[SearchHit]:
         """Hits on images and audio carry their type and size (the faces show both)."""
+        if all(hit.path.lower().endswith(NOTE_SUFFIXES) for hit in hits):
+            return hits  # notes only: the media module is not even loaded
+        from apus.index.media import is_media_path, media_facts
+
         unknown = [h.path for h in hits if is_media_path(h.path) and h.path not in work.media]
         if unknown:
 
@@ -846,6 +871,8 @@ def _hit(c: _Candidate, snippet: Snippet, vector_hits: dict[int, float] | None) 
 
 def _title_and_headings(chunks: list[ChunkRecord]) -> str:
     """A note's title and every heading in it: what the note says it is about."""
+    from apus.vault.markdown import heading
+
     if not chunks:
         return ""
     found = [chunks[0].title]

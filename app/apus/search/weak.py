@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from apus.embed.base import Embedder, EmbeddingError
 from apus.search.engine import SearchHit
+
+if TYPE_CHECKING:
+    from apus.embed.base import Embedder
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ def weak_threshold(prefix_scheme: str, model: str) -> float | None:
 
 def threshold_for(embedder: Embedder | None) -> float | None:
     """The threshold of the model an embedder runs (None without one)."""
+    from apus.embed.base import EmbeddingError
+
     if embedder is None:
         return None
     try:
@@ -71,10 +76,16 @@ def threshold_for(embedder: Embedder | None) -> float | None:
 
 def weak_chunks(hits: Sequence[SearchHit], embedder: Embedder | None) -> frozenset[int]:
     """The chunk ids of the weak hits among `hits`, for the model `embedder` runs."""
-    if not any(hit.legs == ("vector",) for hit in hits):
+    if not found_by_meaning_alone(hits):
         return frozenset()
     threshold = threshold_for(embedder)
     return frozenset(hit.chunk_id for hit in hits if is_weak(hit, threshold))
+
+
+def found_by_meaning_alone(hits: Sequence[SearchHit]) -> bool:
+    """Whether only the vector leg found any of `hits`: without one, none is weak (and the
+    model need not be asked for its threshold)."""
+    return any(hit.legs == ("vector",) for hit in hits)
 
 
 def is_weak(hit: SearchHit, threshold: float | None) -> bool:

@@ -104,8 +104,9 @@ NOT_FOR_A_KEYWORD_SEARCH = (
 )
 
 
-@pytest.mark.parametrize("provider", ["none", "auto"])
-def test_a_keyword_search_loads_only_what_it_uses(tmp_path: Path, provider: str) -> None:
+def _search_in_process(tmp_path: Path, provider: str, report: str) -> str:
+    """`apus memory search tar --mode keyword --json` over a one-note vault, in a fresh
+    interpreter, then `report` (Python printing one line): that line."""
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "tar.md").write_text("# Tar\n\nExtract an archive with tar.\n", encoding="utf-8")
@@ -116,6 +117,7 @@ def test_a_keyword_search_loads_only_what_it_uses(tmp_path: Path, provider: str)
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "APUS_MEMORY__SEARCH__PROVIDER": provider,
     }
+    env.pop("OPENBLAS_NUM_THREADS", None)
     index = [sys.executable, "-m", "apus", "--vault", str(vault), "memory", "index", "--json"]
     subprocess.run(index, env=env, capture_output=True, check=True, timeout=120)
     search = ["--vault", str(vault), "memory", "search", "tar", "--mode", "keyword", "--json"]
@@ -126,15 +128,35 @@ def test_a_keyword_search_loads_only_what_it_uses(tmp_path: Path, provider: str)
         f"    main({search!r})\n"
         "except SystemExit as exit:\n"
         "    assert not exit.code, exit.code\n"
-        f"loaded = [m for m in {NOT_FOR_A_KEYWORD_SEARCH!r} if m in sys.modules]\n"
-        "print('LOADED', ','.join(loaded))\n"
+        f"{report}\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
     assert "tar.md" in done.stdout  # it did search
-    assert done.stdout.strip().splitlines()[-1] == "LOADED", done.stdout[-500:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("provider", ["none", "auto"])
+def test_a_keyword_search_loads_only_what_it_uses(tmp_path: Path, provider: str) -> None:
+    report = (
+        f"loaded = [m for m in {NOT_FOR_A_KEYWORD_SEARCH!r} if m in sys.modules]\n"
+        "print('LOADED', ','.join(loaded))"
+    )
+    assert _search_in_process(tmp_path, provider, report) == "LOADED"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_a_keyword_search_starts_no_thread(tmp_path: Path) -> None:
+    # numpy is loaded with one OpenBLAS thread (no spinning helpers on each core), and the
+    # variable that asked for it is put back for whatever the process starts later.
+    report = (
+        "import os\n"
+        "print('THREADS', len(os.listdir('/proc/self/task')), "
+        "os.environ.get('OPENBLAS_NUM_THREADS'))"
+    )
+    assert _search_in_process(tmp_path, "none", report) == "THREADS 1 None"
 
 
 def test_the_engine_knows_a_note_by_the_scanners_suffixes() -> None:

@@ -14,44 +14,27 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
-
 from apus import paths
+from apus.config_model import Section, SettingError, fields_of, rules
 from apus.embedding_services import BUILTIN_PROVIDERS, ENTRY_APIS
 from apus.errors import ConfigError
 from apus.notes_folder import VaultMissingError, check_vault
 
-# Apus's settings use no pydantic plugin, and looking for one (when the first model class is
-# made, just below) reads the metadata of every installed package: a good part of the start
-# of each one-shot command. A value the user set is kept.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-
 # A built-in provider name (see apus.embedding_services) or the id of a [models.providers] entry.
 ProviderName = str
 ENV_PREFIX = "APUS_"
+# Apus's own settings use no pydantic; the agent server's answers do, and pydantic looks for
+# plugins in the metadata of every installed package when its first model is made unless
+# told there are none. A value the user set is kept.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
-
-
-class LocalSettings(_Section):
+@dataclass(frozen=True)
+class LocalSettings(Section):
     model_path: str = ""  # a .gguf file to use instead of the catalogue model
     prefix_scheme: str = ""  # override the family read from the GGUF (e.g. "embeddinggemma")
     gpu_layers: int = -1  # -1: all layers when llama.cpp reports GPU offload, else CPU
@@ -64,18 +47,21 @@ class LocalSettings(_Section):
     startup_timeout_seconds: int = 120
 
 
-class RemoteSettings(_Section):
+@dataclass(frozen=True)
+class RemoteSettings(Section):
     base_url: str = ""  # replaces the provider's own (…/v1 for OpenAI-shaped APIs)
     api_key: str = ""  # empty: the provider's environment variable (OPENAI_API_KEY, …)
     # Budgets, retries included: a search waits for one query embedding this long...
-    timeout_seconds: float = Field(60.0, gt=0)
+    timeout_seconds: float = field(default=60.0, metadata=rules(gt=0))
     # ...and an index run this long for each batch of chunks it hands the provider.
-    batch_timeout_seconds: float = Field(600.0, gt=0)
-    max_retries: int = Field(3, ge=0, le=10)  # after a 429 or 5xx, within those budgets
-    batch_size: int = Field(32, ge=1)
+    batch_timeout_seconds: float = field(default=600.0, metadata=rules(gt=0))
+    # After a 429 or 5xx, within those budgets.
+    max_retries: int = field(default=3, metadata=rules(ge=0, le=10))
+    batch_size: int = field(default=32, metadata=rules(ge=1))
 
 
-class ProviderEntry(_Section):
+@dataclass(frozen=True)
+class ProviderEntry(Section):
     """A named provider of its own: `[models.providers.<id>]`, used as memory.search.provider."""
 
     api: str = ""  # the protocol it speaks; may be left out when the id is a built-in name
@@ -87,53 +73,52 @@ class ProviderEntry(_Section):
         """The api this entry, called `name`, speaks (its own name when that is built in)."""
         return self.api or name
 
-    @field_validator("api")
-    @classmethod
-    def _known_api(cls, value: str) -> str:
-        if value and value not in ENTRY_APIS:
-            raise PydanticCustomError(
+    def _check(self) -> None:
+        if self.api and self.api not in ENTRY_APIS:
+            raise SettingError(
+                ("api",),
                 "unknown_api",
-                "unknown api '{api}'; one of: {known}",
-                {"api": value, "known": ", ".join(ENTRY_APIS)},
+                f"unknown api '{self.api}'; one of: {', '.join(ENTRY_APIS)}",
             )
-        return value
 
 
-class ModelsSettings(_Section):
-    providers: dict[str, ProviderEntry] = {}
+@dataclass(frozen=True)
+class ModelsSettings(Section):
+    providers: dict[str, ProviderEntry] = field(default_factory=dict)
 
-    @field_validator("providers")
-    @classmethod
-    def _entries_name_their_api(cls, entries: dict[str, ProviderEntry]) -> dict[str, ProviderEntry]:
-        for name, entry in entries.items():
+    def _check(self) -> None:
+        for name, entry in self.providers.items():
             if not entry.api and name not in ENTRY_APIS:
-                raise PydanticCustomError(
+                raise SettingError(
+                    ("providers",),
                     "missing_api",
-                    "[models.providers.{name}] needs `api` (one of: {known})",
-                    {"name": name, "known": ", ".join(ENTRY_APIS)},
+                    f"[models.providers.{name}] needs `api` (one of: {', '.join(ENTRY_APIS)})",
                 )
-        return entries
 
 
-class ChunkingSettings(_Section):
-    tokens: int = Field(400, ge=32, le=8192)
-    overlap: int = Field(80, ge=0, le=4096)
+@dataclass(frozen=True)
+class ChunkingSettings(Section):
+    tokens: int = field(default=400, metadata=rules(ge=32, le=8192))
+    overlap: int = field(default=80, metadata=rules(ge=0, le=4096))
 
 
-class MmrSettings(_Section):
+@dataclass(frozen=True)
+class MmrSettings(Section):
     enabled: bool = True
-    lambda_: float = Field(0.7, ge=0.0, le=1.0, alias="lambda")
+    lambda_: float = field(default=0.7, metadata=rules(ge=0.0, le=1.0, alias="lambda"))
 
 
-class TemporalDecaySettings(_Section):
+@dataclass(frozen=True)
+class TemporalDecaySettings(Section):
     enabled: bool = True
-    half_life_days: float = Field(30.0, gt=0)
+    half_life_days: float = field(default=30.0, metadata=rules(gt=0))
     # The share of a result's score that recency never takes away (apus.search.ranking.
     # recency_weight): 0 multiplies by the decay itself, 1 turns recency off.
-    floor: float = Field(0.9, ge=0.0, le=1.0)
+    floor: float = field(default=0.9, metadata=rules(ge=0.0, le=1.0))
 
 
-class HybridSettings(_Section):
+@dataclass(frozen=True)
+class HybridSettings(Section):
     enabled: bool = True
     # Unset: equal, or leaning on exact words for an identifier lookup
     # (apus.search.hybrid.leg_weights); one set alone: the other is what is left of 1.
@@ -145,62 +130,70 @@ class HybridSettings(_Section):
     # weighted 0.767/0.712, zscore 0.764/0.725, rrf 0.735/0.694. Weighted ties or wins the
     # tuning halves, so it stays the default.
     merge: Literal["weighted", "zscore", "rrf"] = "weighted"
-    rrf_k: int = Field(60, ge=1, le=10_000)
-    mmr: MmrSettings = MmrSettings()
-    temporal_decay: TemporalDecaySettings = TemporalDecaySettings()
+    rrf_k: int = field(default=60, metadata=rules(ge=1, le=10_000))
+    mmr: MmrSettings = field(default_factory=MmrSettings)
+    temporal_decay: TemporalDecaySettings = field(default_factory=TemporalDecaySettings)
 
 
-class QuerySettings(_Section):
-    max_results: int = Field(10, ge=1, le=200)
-    min_score: float = Field(0.35, ge=0.0, le=1.0)
-    candidates: int = Field(200, ge=1, le=1000)
-    hybrid: HybridSettings = HybridSettings()
+@dataclass(frozen=True)
+class QuerySettings(Section):
+    max_results: int = field(default=10, metadata=rules(ge=1, le=200))
+    min_score: float = field(default=0.35, metadata=rules(ge=0.0, le=1.0))
+    candidates: int = field(default=200, metadata=rules(ge=1, le=1000))
+    hybrid: HybridSettings = field(default_factory=HybridSettings)
 
 
-class StoreSettings(_Section):
+@dataclass(frozen=True)
+class StoreSettings(Section):
     path: str = ""  # index folder override; default: per-vault folder under the data dir
 
 
-class SyncSettings(_Section):
+@dataclass(frozen=True)
+class SyncSettings(Section):
     watch: bool = True
-    watch_debounce_ms: int = Field(1500, ge=100)
-    max_file_bytes: int = Field(5 * 1024 * 1024, ge=1024)
+    watch_debounce_ms: int = field(default=1500, metadata=rules(ge=100))
+    max_file_bytes: int = field(default=5 * 1024 * 1024, metadata=rules(ge=1024))
     # Walk into folders mounted on another device (a bind mount, a network or FUSE file
     # system) inside a root; off, each such mount is skipped and listed once.
     cross_devices: bool = False
 
 
-class ExperimentalSettings(_Section):
+@dataclass(frozen=True)
+class ExperimentalSettings(Section):
     # Index agent session transcripts; they are searched only when `sources` also names
     # "sessions", and removed from the index by the next sync when either is off.
     session_memory: bool = False
 
 
-class SessionsSettings(_Section):
+@dataclass(frozen=True)
+class SessionsSettings(Section):
     # Transcript roots, laid out as <root>/<agentId>/sessions/<sessionId>.jsonl; relative
     # paths are taken from the vault.
     paths: tuple[str, ...] = ()
     # A longer line (a huge tool output) is skipped and counted; conversation text is
     # rarely more than a few kilobytes a message.
-    max_line_bytes: int = Field(1024 * 1024, ge=1024)
+    max_line_bytes: int = field(default=1024 * 1024, metadata=rules(ge=1024))
 
 
 SearchSource = Literal["memory", "sessions"]
 
 
-class SearchSettings(_Section):
+@dataclass(frozen=True)
+class SearchSettings(Section):
     # Filled from [models.providers] by Settings (whatever a file writes here is replaced), so
     # that resolving `provider` needs only this section. Declared first: `provider` checks it.
-    custom_providers: dict[str, ProviderEntry] = Field(default={}, exclude=True, repr=False)
+    custom_providers: dict[str, ProviderEntry] = field(
+        default_factory=dict, repr=False, metadata=rules(exclude=True)
+    )
     provider: ProviderName = "auto"
     model: str = ""  # catalogue name (local) or model id (remote); "" = the provider's default
     # Ask the provider for vectors this wide (OpenAI `dimensions`, Gemini
     # `outputDimensionality`, Voyage `output_dimension`, Titan v2); 0: the model's own width.
-    output_dimensionality: int = Field(0, ge=0, le=65536)
+    output_dimensionality: int = field(default=0, metadata=rules(ge=0, le=65536))
     # Search the first N dimensions of each vector (Matryoshka truncation; the store keeps
     # the full width, so a change rebuilds vectors.faiss, never re-embeds); 0: the model's
     # default (apus.index.vector_layout).
-    vector_dims: int = Field(0, ge=0, le=65536)
+    vector_dims: int = field(default=0, metadata=rules(ge=0, le=65536))
     # How vectors.faiss stores them, both searched exhaustively: float32 ("flat") or float16
     # ("fp16": half the bytes a query reads; measured to rank as float32 does).
     vector_index: Literal["flat", "fp16"] = "flat"
@@ -210,91 +203,100 @@ class SearchSettings(_Section):
     extra_paths: tuple[str, ...] = ()
     query_input_type: str = ""
     document_input_type: str = ""
-    local: LocalSettings = LocalSettings()
-    remote: RemoteSettings = RemoteSettings()
-    chunking: ChunkingSettings = ChunkingSettings()
-    query: QuerySettings = QuerySettings()
-    store: StoreSettings = StoreSettings()
-    sync: SyncSettings = SyncSettings()
-    experimental: ExperimentalSettings = ExperimentalSettings()
+    local: LocalSettings = field(default_factory=LocalSettings)
+    remote: RemoteSettings = field(default_factory=RemoteSettings)
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    query: QuerySettings = field(default_factory=QuerySettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    sync: SyncSettings = field(default_factory=SyncSettings)
+    experimental: ExperimentalSettings = field(default_factory=ExperimentalSettings)
     sources: tuple[SearchSource, ...] = ("memory",)
-    sessions: SessionsSettings = SessionsSettings()
+    sessions: SessionsSettings = field(default_factory=SessionsSettings)
 
-    @field_validator("provider")
-    @classmethod
-    def _known_provider(cls, value: str, info: ValidationInfo) -> str:
-        entries = info.data.get("custom_providers") or {}
-        if value in BUILTIN_PROVIDERS or value in entries:
-            return value
+    def _check(self) -> None:
+        entries = self.custom_providers
+        if self.provider in BUILTIN_PROVIDERS or self.provider in entries:
+            return
+        name = self.provider
         custom = f"; entries of [models.providers]: {', '.join(sorted(entries))}" if entries else ""
-        raise PydanticCustomError(
+        raise SettingError(
+            ("provider",),
             "unknown_provider",
-            "unknown embedding provider '{name}'; built in: {known}{custom} "
-            "(or add a [models.providers.{name}] entry with its api and baseUrl)",
-            {"name": value, "known": ", ".join(BUILTIN_PROVIDERS), "custom": custom},
+            f"unknown embedding provider '{name}'; built in: {', '.join(BUILTIN_PROVIDERS)}"
+            f"{custom} (or add a [models.providers.{name}] entry with its api and baseUrl)",
         )
 
 
-class WriteSettings(_Section):
+@dataclass(frozen=True)
+class WriteSettings(Section):
     # Agents may append entries to the memory notes (`memory_write`, `apus memory add`):
     # off unless turned on here, by APUS_MEMORY__WRITE__ENABLED=true or `apus mcp --writable`.
     enabled: bool = False
     # One entry's text, in characters: a memory entry, not a document.
-    max_entry_chars: int = Field(4000, ge=100, le=100_000)
+    max_entry_chars: int = field(default=4000, metadata=rules(ge=100, le=100_000))
 
 
-class MemorySettings(_Section):
-    search: SearchSettings = SearchSettings()
-    write: WriteSettings = WriteSettings()
+@dataclass(frozen=True)
+class MemorySettings(Section):
+    search: SearchSettings = field(default_factory=SearchSettings)
+    write: WriteSettings = field(default_factory=WriteSettings)
 
 
-class SessionToolSettings(_Section):
+@dataclass(frozen=True)
+class SessionToolSettings(Section):
     # Which transcripts the one asking may see: its own session ("self"), it and the
     # sessions spawned from it ("tree"), its agent's sessions ("agent"), or every one ("all").
     visibility: Literal["self", "tree", "agent", "all"] = "all"
 
 
-class ToolsSettings(_Section):
-    sessions: SessionToolSettings = SessionToolSettings()
+@dataclass(frozen=True)
+class ToolsSettings(Section):
+    sessions: SessionToolSettings = field(default_factory=SessionToolSettings)
 
 
-class TuiSettings(_Section):
-    keys: dict[str, str] = {}  # binding id -> key(s), e.g. {"rebuild_index": "ctrl+r"}
+@dataclass(frozen=True)
+class TuiSettings(Section):
+    # binding id -> key(s), e.g. {"rebuild_index": "ctrl+r"}
+    keys: dict[str, str] = field(default_factory=dict)
     theme: str = "textual-dark"
 
 
-class Settings(_Section):
+@dataclass(frozen=True)
+class Settings(Section):
     vault: str = ""
-    models: ModelsSettings = ModelsSettings()
-    memory: MemorySettings = MemorySettings()
-    tools: ToolsSettings = ToolsSettings()
-    tui: TuiSettings = TuiSettings()
+    models: ModelsSettings = field(default_factory=ModelsSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    tools: ToolsSettings = field(default_factory=ToolsSettings)
+    tui: TuiSettings = field(default_factory=TuiSettings)
     # The index folder, found once: it needs the vault's real path (a stat, an access check
     # and a realpath), and the session's every step asks for it.
-    _index_dir: Path | None = PrivateAttr(default=None)
+    _index_dir: Path | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
 
-    @model_validator(mode="before")
     @classmethod
-    def _hand_entries_to_search(cls, data: Any) -> Any:
-        """Copy [models.providers] into memory.search, where the provider is resolved."""
-        if not isinstance(data, dict):
-            return data
+    def from_mapping(cls, data: Mapping[str, Any]) -> Settings:
+        """The settings of TOML-shaped `data`, [models.providers] handed to memory.search,
+        where the provider is resolved (its entries are checked under `models`)."""
         models = data.get("models")
-        raw = models.get("providers") if isinstance(models, dict) else None
-        if isinstance(models, ModelsSettings):
-            raw = models.providers
+        raw = models.get("providers") if isinstance(models, Mapping) else None
         memory = data.get("memory")
-        if isinstance(memory, MemorySettings):
-            memory = memory.model_dump(by_alias=True)
-        memory = dict(memory) if isinstance(memory, dict) else {}
-        search = memory.get("search")
-        if isinstance(search, SearchSettings):
-            search = search.model_dump(by_alias=True)
-        search = dict(search) if isinstance(search, dict) else {}
-        search.pop("customProviders", None)
-        search["custom_providers"] = raw or {}
-        memory["search"] = search
-        return {**data, "memory": memory}
+        if isinstance(memory, Mapping):
+            search = memory.get("search")
+            if isinstance(search, Mapping) or search is None:
+                search = {
+                    key: value
+                    for key, value in (search or {}).items()
+                    if key not in ("customProviders", "custom_providers")
+                }
+                search["custom_providers"] = raw if isinstance(raw, Mapping) else {}
+                data = {**data, "memory": {**memory, "search": search}}
+        return super().from_mapping(data)
+
+    def _check(self) -> None:
+        # Made from instances (not read from a file): the entries reach memory.search too.
+        search = self.memory.search
+        if search.custom_providers != self.models.providers:
+            search = replace(search, custom_providers=self.models.providers)
+            object.__setattr__(self, "memory", replace(self.memory, search=search))
 
     @property
     def search(self) -> SearchSettings:
@@ -321,7 +323,9 @@ class Settings(_Section):
     def index_dir(self) -> Path:
         """This vault's index folder; raises as `vault_path` does until it is found."""
         if self._index_dir is None:
-            self._index_dir = paths.index_dir(self.vault_path(), self.search.store.path or None)
+            found = paths.index_dir(self.vault_path(), self.search.store.path or None)
+            object.__setattr__(self, "_index_dir", found)
+        assert self._index_dir is not None
         return self._index_dir
 
     def extra_roots(self) -> list[Path]:
@@ -395,17 +399,14 @@ def _merge_config(layers: dict[str, Any], file: Path, text: str) -> None:
 
 def _validate(data: dict[str, Any], *, source: str, file_text: str) -> Settings:
     try:
-        return Settings.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        key = ".".join(str(part) for part in error["loc"] if not isinstance(part, int))
+        return Settings.from_mapping(data)
+    except SettingError as exc:
+        key = ".".join(str(part) for part in exc.loc if not isinstance(part, int))
         where = source
         line = _line_of_key(file_text, key) if file_text else None
         if line:
             where = f"{source}, line {line}"
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = "unknown key"
+        message = "unknown key" if exc.kind == "extra_forbidden" else exc.message
         raise ConfigError(
             f"Invalid setting `{key}` in {where}: {message}.",
             fix=f"correct or remove `{key}` (see the configuration reference in the README)",
@@ -458,30 +459,29 @@ def _environment_layer(env: Mapping[str, str]) -> dict[str, Any]:
 
 def _resolve_env_path(parts: list[str]) -> list[str] | None:
     """Map upper-case env segments onto the settings' camelCase keys."""
-    model: type[BaseModel] | None = Settings
+    section: type[Section] | None = Settings
     keys: list[str] = []
     for index, part in enumerate(parts):
-        if model is None:
+        if section is None:
             return None
         wanted = part.lower().replace("_", "")
-        found = None
-        for name, field in model.model_fields.items():
-            alias = field.alias or name
-            if alias.lower().replace("_", "") == wanted or name.replace("_", "") == wanted:
-                found = (alias, field)
-                break
+        found = next(
+            (
+                spec
+                for spec in fields_of(section)
+                if spec.key.lower().replace("_", "") == wanted
+                or spec.name.replace("_", "") == wanted
+            ),
+            None,
+        )
         if found is None:
             return None
-        keys.append(found[0])
-        annotation = found[1].annotation
-        model = (
-            annotation
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel)
-            else None
-        )
-        if model is None and index != len(parts) - 1:
+        keys.append(found.key)
+        hint = found.hint
+        section = hint if isinstance(hint, type) and issubclass(hint, Section) else None
+        if section is None and index != len(parts) - 1:
             return None
-    return keys if model is None else None
+    return keys if section is None else None
 
 
 def _parse_env_value(raw: str) -> Any:

@@ -101,6 +101,11 @@ NOT_FOR_A_KEYWORD_SEARCH = (
     "apus.vault.markdown",
     "apus.vault.transcripts",
     "apus.search.per_note",
+    # Settings are frozen dataclasses checked by `apus.config_model`: pydantic (and the
+    # package metadata its plugin loader reads) is the agent server's alone.
+    "pydantic",
+    "pydantic_core",
+    "importlib.metadata",
 )
 
 

@@ -8,9 +8,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from apus.config import Settings
+from apus.config_model import Section, fields_of
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 _HEADER = "| key | default | meaning |"
@@ -49,26 +48,27 @@ def _defaults(cell: str) -> list[object]:
     return [tomllib.loads(f"v = {text}")["v"] for text in re.findall(r"`([^`]+)`", cell)]
 
 
-def settings(model: type[BaseModel] = Settings, prefix: str = "") -> dict[str, object]:
+def settings(section: type[Section] = Settings, prefix: str = "") -> dict[str, object]:
     """Every setting as it is written in config.toml (dotted, camelCase) -> its default."""
     found: dict[str, object] = {}
-    for name, field in model.model_fields.items():
-        if field.exclude:  # filled from another table, not a key of its own
+    for spec in fields_of(section):
+        if spec.exclude:  # filled from another table, not a key of its own
             continue
-        key = prefix + (field.alias or name)
-        annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            found.update(settings(annotation, key + "."))
-        elif _holds_sections(annotation):
+        key = prefix + spec.key
+        hint = spec.hint
+        if isinstance(hint, type) and issubclass(hint, Section):
+            found.update(settings(hint, key + "."))
+        elif _holds_sections(hint):
             found[key + ".<id>"] = _NO_DEFAULT  # named entries: each documented by its fields
         else:
-            found[key] = _UNSET if field.default is None else _plain(field.default)
+            default = spec.default_value()
+            found[key] = _UNSET if default is None else _plain(default)
     return found
 
 
-def _holds_sections(annotation: Any) -> bool:
-    args = getattr(annotation, "__args__", ())
-    return any(isinstance(arg, type) and issubclass(arg, BaseModel) for arg in args)
+def _holds_sections(hint: Any) -> bool:
+    args = getattr(hint, "__args__", ())
+    return any(isinstance(arg, type) and issubclass(arg, Section) for arg in args)
 
 
 def _plain(value: object) -> object:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic.alias_generators import to_camel
-
+from apus.config_model import camel
 from apus.search.engine import SearchHit
 
 
@@ -37,4 +36,4 @@ def hit_json(
     }
     if from_partial_vectors(hit, coverage):
         fields["partial_vectors"] = True
-    return fields if case == "snake" else {to_camel(key): value for key, value in fields.items()}
+    return fields if case == "snake" else {camel(key): value for key, value in fields.items()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from hypothesis import given, settings
@@ -9,10 +10,13 @@ from hypothesis import strategies as st
 
 from apus.vault import marks_table
 from apus.vault.text import (
+    _CJK,
+    _HANGUL_CONT,
     _fold_unicode,
     _mark_classes,
     _scan_marks,
     _tokenize_unicode,
+    _within_bmp,
     fold,
     keyword_term,
     keyword_terms,
@@ -88,3 +92,24 @@ def test_term_spans_are_the_spans_of_the_matching_tokens(text: str, words: list[
 def test_term_spans_find_whole_words_only() -> None:
     text = "Git: gitk, GIT and git2 — legit"
     assert [text[s:e] for s, e in term_spans(text, frozenset({"git"}))] == ["Git", "GIT"]
+
+
+# Within U+FFFF only (the patterns cut to it), with marks, CJK and Hangul continuations.
+_BMP = st.one_of(
+    st.sampled_from("\u0301\u0308\u0915\u093f\u0e34\u3099\u302a日本語が한\u1100\u1161\u11a8ｶﾞ"),
+    st.characters(max_codepoint=0xFFFF),
+)
+
+
+@settings(max_examples=500)
+@given(st.text(_BMP, max_size=200))
+def test_terms_of_text_within_the_bmp_are_those_of_the_full_patterns(text: str) -> None:
+    assert keyword_terms(text) == [keyword_term(token.term) for token in _tokenize_unicode(text)]
+    assert snippet_tokens(text) == frozenset(token.term for token in _tokenize_unicode(text))
+
+
+def test_classes_cut_to_the_bmp_hold_exactly_their_code_points_there() -> None:
+    for body in (_mark_classes()[1], _CJK, _HANGUL_CONT):
+        full, cut = re.compile(f"[{body}]"), re.compile(f"[{_within_bmp(body)}]")
+        for code in range(0x10000):
+            assert bool(full.match(chr(code))) == bool(cut.match(chr(code))), hex(code)

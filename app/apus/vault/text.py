@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from itertools import pairwise
 
 from whoosh.lang.porter2 import stem as _porter2
 
@@ -364,18 +365,102 @@ def keyword_terms(text: str) -> list[str]:
     """The terms the keyword index stores for `text`, in order: `keyword_term` of each token."""
     if text.isascii():
         # As `tokenize`'s ASCII path; lowering the whole text first moves no offsets.
-        return [keyword_term(word) for word in _ASCII_WORD_RE.findall(text.lower())]
-    return [keyword_term(term) for term in _unicode_terms(text)]
+        return _stems(_ASCII_WORD_RE.findall(text.lower()))
+    return _stems(_unicode_terms(text))
 
 
-def _unicode_terms(text: str) -> Iterator[str]:
+# Stems of the folded terms met so far (`keyword_term`'s, looked up in a dict: most terms of
+# a text recur); forgotten past this many, so a vault of unique ids cannot grow it unbounded.
+_STEMS: dict[str, str] = {}
+_STEMS_MAX = 1 << 18
+
+
+def _stems(terms: list[str]) -> list[str]:
+    missing = set(terms).difference(_STEMS)
+    if missing:
+        if len(_STEMS) + len(missing) > _STEMS_MAX:
+            _STEMS.clear()
+            missing = set(terms)
+        for term in missing:
+            _STEMS[term] = keyword_term(term)
+    return list(map(_STEMS.__getitem__, terms))
+
+
+def _unicode_terms(text: str) -> list[str]:
     """The terms of `_tokenize_unicode`, without making a `Token` for every word (that was
-    most of the cost of analysing a note with one non-ASCII character)."""
-    for match in _token_re().finditer(text):
-        if match.lastgroup == "cjk":
-            yield from (token.term for token in _cjk_tokens(text, *match.span()))
+    most of the cost of analysing a note with one non-ASCII character).
+
+    Python's `re` tests a character against a class holding code points beyond U+FFFF
+    range by range (the mark class has hundreds), and against one within it in one step:
+    a text without such code points (nearly every note) is matched with the same classes
+    cut to U+FFFF, and one without marks or CJK as well needs only letters and digits.
+    """
+    if max(text) > "\uffff":
+        token_re, unit_re = _token_re(), _cjk_unit_re()
+    else:
+        bmp = _bmp_patterns()
+        if bmp.special.search(text) is None:
+            return [_fold_word(word) for word in _LETTERS_RE.findall(text)]
+        token_re, unit_re = bmp.token, bmp.cjk_unit
+    terms: list[str] = []
+    for cjk, word in token_re.findall(text):
+        if word:
+            terms.append(_fold_word(word))
         else:
-            yield _fold_word(match.group())
+            terms.extend(_cjk_terms(cjk, unit_re))
+    return terms
+
+
+def _cjk_terms(run: str, unit_re: re.Pattern[str]) -> list[str]:
+    """The terms of `_cjk_tokens` for one run of CJK characters."""
+    units = unit_re.findall(run)
+    if len(units) == 1:
+        return [_fold_unit(run)]
+    folded = [_fold_unit(unit) for unit in units]
+    return [first + second for first, second in pairwise(folded)]
+
+
+# A word of a text without marks or CJK: what `_token_re`'s words are there.
+_LETTERS_RE = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class _BmpPatterns:
+    token: re.Pattern[str]  # `_token_re()` for text within U+FFFF
+    cjk_unit: re.Pattern[str]  # `_cjk_unit_re()` for text within U+FFFF
+    special: re.Pattern[str]  # any mark or CJK character within U+FFFF
+
+
+@cache
+def _bmp_patterns() -> _BmpPatterns:
+    marks = _within_bmp(_mark_classes()[1])
+    cjk = _within_bmp(_CJK)
+    unit = f"[{cjk}][{_within_bmp(_HANGUL_CONT)}{marks}\uff9e\uff9f]*"
+    word_char = rf"[^\W_{cjk}]"
+    word = rf"{word_char}+(?:[{marks}]+{word_char}*)*"
+    return _BmpPatterns(
+        token=re.compile(rf"(?P<cjk>(?:{unit})+)|(?P<word>{word})"),
+        cjk_unit=re.compile(unit),
+        special=re.compile(f"[{marks}{cjk}]"),
+    )
+
+
+def _within_bmp(body: str) -> str:
+    """A class body of ranges (`lo-hi`, each end a character or an escaped one) cut to the
+    code points up to U+FFFF."""
+    ends = _CLASS_END_RE.findall(body)
+    pairs = list(zip(ends[::2], ends[1::2], strict=True))
+    if body != "".join(f"{lo}-{hi}" for lo, hi in pairs):
+        raise ValueError("not a class body of ranges")
+    return "".join(
+        f"{re.escape(lo[-1])}-{re.escape(min(hi[-1], chr(0xFFFF)))}"
+        for lo, hi in pairs
+        if lo[-1] <= "\uffff"
+    )
+
+
+# One end of a range in a class body: an escaped character or any other but `-`.
+_CLASS_END_RE = re.compile(r"\\.|[^-]", re.DOTALL)
 
 
 def query_terms(query: str) -> list[str]:

@@ -24,8 +24,6 @@ def _text_documents(chunks: list[ChunkRecord]) -> list[dict[str, object]]:
         path = posixpath.splitext(chunk.path)[0]
         documents.append(
             {
-                "chunk_id": str(chunk.id),
-                "file_id": str(chunk.file_id),
                 "chunk": chunk.id,
                 "note": chunk.file_id,
                 "path": path,
@@ -86,6 +84,7 @@ def test_term_lists_index_what_the_analyzer_indexes(tmp_path: Path) -> None:
     finally:
         store.close()
     assert any(repeated_lines(a, b) for a, b in itertools.pairwise(chunks))
-    assert _contents(tmp_path / "terms", list(_documents(chunks))) == _contents(
+    documents = [document.fields() for document in _documents(chunks)]
+    assert _contents(tmp_path / "terms", documents) == _contents(
         tmp_path / "text", _text_documents(chunks)
     )

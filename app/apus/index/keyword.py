@@ -9,16 +9,17 @@ import os
 import posixpath
 import shutil
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from whoosh import index as whoosh_index
 from whoosh.analysis.acore import Token
 from whoosh.analysis.tokenizers import Tokenizer
 from whoosh.columns import NumericColumn
-from whoosh.fields import COLUMN, ID, TEXT, Schema
+from whoosh.fields import COLUMN, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage
 from whoosh.reading import IndexReader
 
@@ -35,11 +36,17 @@ from apus.index.sqlite import IndexWriteError
 from apus.index.store import ChunkRecord, Store
 from apus.vault.text import ANALYZER_VERSION, keyword_term, keyword_terms, tokenize
 
+if TYPE_CHECKING:  # a search never loads Whoosh's writers
+    from whoosh.writing import IndexWriter
+
 STAMP_FILE = "apus-stamp.json"
-# A rebuild's writer sorts postings in memory up to this, then spills sorted runs to disk and
-# merges them once at the end: memory stays bounded and the index is one segment, which a
-# search reads term by term once instead of once per segment.
-_REBUILD_POOL_MB = 256
+# A build gathers up to this many postings in memory (about 9 bytes each, and about 30 more
+# for the largest field's while a segment is written) before it writes them as a segment:
+# one segment, which a search reads term by term once, up to about 160k chunks of notes
+# like tldr's pages (48 postings a chunk); memory stays bounded beyond.
+_SEGMENT_POSTINGS = 8_000_000
+# Whoosh's writer (an update in place) sorts postings in memory up to this.
+_UPDATE_POOL_MB = 128
 
 
 class ApusTokenizer(Tokenizer):
@@ -88,7 +95,9 @@ class ApusTokenizer(Tokenizer):
 # Bump when the schema or what the fields hold changes: an index in another format is rebuilt.
 # 2: BM25F scored here (weights at query time), a note id column, the repeated overlap field.
 # 3: the chunk id as a column (read once per segment, not per result).
-KEYWORD_FORMAT = 3
+# 4: no id fields (a term and a posting per chunk and per note, only ever used to delete a
+#    note's chunks, which the note column finds).
+KEYWORD_FORMAT = 4
 
 # A note's name (its path and file name) is evidence apart from its text: a word there
 # saturates on its own and adds to the text's score, so a note named for the query is not
@@ -116,10 +125,9 @@ PARAMS = Bm25Params(
 def _schema() -> Schema:
     analyzer = ApusTokenizer()
     return Schema(
-        chunk_id=ID(unique=True),
-        file_id=ID(),
         # The chunk's and its note's ids as columns, read for every document at once: scoring
-        # a note whole needs the note of every matching chunk, and a result its chunk id.
+        # a note whole needs the note of every matching chunk, a result its chunk id, and
+        # removing a note the documents of its chunks.
         chunk=COLUMN(NumericColumn("q", default=0)),
         note=COLUMN(NumericColumn("q", default=0)),
         path=TEXT(analyzer=analyzer, phrase=False),
@@ -155,8 +163,21 @@ def _note_terms(chunk: ChunkRecord) -> _NoteTerms:
     )
 
 
-def _documents(chunks: Iterable[ChunkRecord]) -> Iterator[dict[str, object]]:
-    """Whoosh documents for chunks given in store order (a note's chunks in sequence).
+@dataclass(frozen=True)
+class KeywordDocument:
+    """A chunk as the keyword index takes it: its ids (columns) and each field's terms."""
+
+    chunk: int
+    note: int
+    terms: dict[str, list[str]]
+
+    def fields(self) -> dict[str, object]:
+        """Whoosh's `add_document` arguments."""
+        return {"chunk": self.chunk, "note": self.note, **self.terms}
+
+
+def _documents(chunks: Iterable[ChunkRecord]) -> Iterator[KeywordDocument]:
+    """Documents for chunks given in store order (a note's chunks in sequence).
 
     Fields are given as term lists, which Whoosh indexes as they are: the analysis is the
     same as `ApusTokenizer`'s, but the name fields are analysed once per note, a heading
@@ -175,11 +196,7 @@ def _documents(chunks: Iterable[ChunkRecord]) -> Iterator[dict[str, object]]:
         overlap = repeated_lines(previous, chunk) if same_note else ""
         overlap_terms = keyword_terms(overlap)
         body_terms = overlap_terms + keyword_terms(chunk.text[len(overlap) :])
-        yield {
-            "chunk_id": str(chunk.id),
-            "file_id": str(chunk.file_id),
-            "chunk": chunk.id,
-            "note": chunk.file_id,
+        terms = {
             "path": note.path,
             "stem": note.stem,
             "title": note.title,
@@ -187,6 +204,7 @@ def _documents(chunks: Iterable[ChunkRecord]) -> Iterator[dict[str, object]]:
             "body": body_terms,
             "overlap": overlap_terms,
         }
+        yield KeywordDocument(chunk.id, chunk.file_id, terms)
         previous = chunk
 
 
@@ -314,25 +332,16 @@ class KeywordIndex:
             shadow.mkdir(parents=True)
             ix = whoosh_index.create_in(str(shadow), _schema())
             try:
-                # One writer for the whole rebuild: a killed or failed rebuild loses only
-                # the shadow folder, which is removed below, so intermediate commits would
-                # buy nothing and leave segments every search then pays for.
-                writer = ix.writer(limitmb=_REBUILD_POOL_MB)
-                try:
-                    for document in _documents(store.iter_chunks()):
+                # Closed at once when stopped: the segment being written is abandoned.
+                with contextlib.closing(
+                    _write_segments(ix, _documents(store.iter_chunks()))
+                ) as taken:
+                    for _ in taken:
                         if cancel is not None and cancel.is_set():
                             raise InterruptedError("keyword rebuild cancelled")
-                        writer.add_document(**document)
                         done += 1
                         if progress is not None and done % 1000 == 0:
                             progress(done, total)
-                    writer.commit()
-                except BaseException:
-                    # A commit that failed half-way has closed the writer already, and
-                    # cancel() would then hide the real error behind "writer is closed".
-                    with contextlib.suppress(Exception):
-                        writer.cancel()
-                    raise
             finally:
                 ix.close()
             self._write_stamp(shadow, generation)
@@ -369,16 +378,26 @@ class KeywordIndex:
     ) -> None:
         """Apply one committed store change: drop files' chunks, add new ones, stamp."""
         ix = whoosh_index.open_dir(str(self.dir))
-        writer = ix.writer(limitmb=128)
+        writer = ix.writer(limitmb=_UPDATE_POOL_MB)
         try:
-            for file_id in remove_file_ids:
-                writer.delete_by_term("file_id", str(file_id))
+            _delete_notes(writer, remove_file_ids)
             for document in _documents(add_chunks):
-                writer.add_document(**document)
+                writer.add_document(**document.fields())
             writer.commit()
         except BaseException:
             writer.cancel()
             raise
+        finally:
+            ix.close()
+        self._write_stamp(self.dir, generation)
+
+    def grow(self, *, add_chunks: Iterable[ChunkRecord], generation: int) -> None:
+        """Add the chunks of notes new to the index as segments of their own, stamp: what a
+        first index does with each stretch of notes it commits (no segment is read again)."""
+        ix = whoosh_index.open_dir(str(self.dir))
+        try:
+            for _ in _write_segments(ix, _documents(add_chunks)):
+                pass
         finally:
             ix.close()
         self._write_stamp(self.dir, generation)
@@ -469,6 +488,62 @@ class KeywordIndex:
         with self._lock:
             self._close_reader()
             self._close_checked()
+
+
+def _write_segments(
+    ix: whoosh_index.Index, documents: Iterable[KeywordDocument]
+) -> Generator[KeywordDocument, None, None]:
+    """Write `documents` into `ix` as new segments (one per `_SEGMENT_POSTINGS` postings),
+    yielding each once it is taken, so the caller can count or stop between documents."""
+    from apus.index.keyword_segment import SegmentBuilder  # the write path's alone
+
+    builder: SegmentBuilder | None = None
+    try:
+        for document in documents:
+            if builder is None:
+                builder = SegmentBuilder(ix)
+            builder.add_terms(document.terms, {"chunk": document.chunk, "note": document.note})
+            yield document
+            if builder.postings() >= _SEGMENT_POSTINGS:
+                full, builder = builder, None
+                full.finish()
+        if builder is not None:
+            last, builder = builder, None
+            last.finish()
+    except BaseException:
+        if builder is not None:
+            builder.abandon()
+        raise
+
+
+def _delete_notes(writer: IndexWriter, file_ids: Iterable[int]) -> None:
+    """Mark the documents of these notes deleted, found by the note column of each segment.
+
+    Each segment's first posting list is read as well: the column alone would not show
+    damaged postings, and a failure here is what makes the sync rebuild a damaged index
+    that an update in place is the first to touch."""
+    wanted = np.fromiter(file_ids, dtype=np.int64)
+    if not len(wanted):
+        return
+    reader = writer.reader()
+    try:
+        columns = SegmentCache()
+        for leaf, offset in reader.leaf_readers():
+            _read_first_postings(leaf)
+            notes = columns.numbers(leaf, PARAMS.note_field)
+            for docnum in np.flatnonzero(np.isin(notes, wanted)):
+                writer.delete_document(offset + int(docnum))
+    finally:
+        reader.close()
+
+
+def _read_first_postings(leaf: IndexReader) -> None:
+    """Read the first block of a segment's first posting list (Whoosh raises if damaged)."""
+    for field, term in leaf.all_terms():
+        matcher = leaf.postings(field, term)
+        if matcher.is_active():
+            matcher.id()
+        return
 
 
 def _write_error(folder: Path, exc: OSError) -> IndexWriteError:

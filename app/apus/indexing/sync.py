@@ -347,7 +347,13 @@ class _BatchWriter:
             return
         ids, self._unmirrored = self._unmirrored, []
         self._mirror_at *= 2
-        self.mirror([], self.store.iter_chunks(ids), self.store.generation())
+        try:
+            self.keyword.grow(
+                add_chunks=self.store.iter_chunks(ids), generation=self.store.generation()
+            )
+        except Exception:  # damage that opening did not show (Whoosh raises many types)
+            self.plan.rebuild_keyword = True
+            self.plan.grow_keyword = False
 
     def mirror(self, remove: list[int], add: Iterable[ChunkRecord], generation: int) -> None:
         try:

@@ -1,0 +1,283 @@
+"""Whoosh segments written from analysed documents, postings gathered in arrays.
+
+Whoosh's own writer spends most of a build per posting in Python: a Token per word, a tuple
+per posting in a pool it sorts, then a call per posting into the block writer, which reads
+every document's field length back from disk. `SegmentBuilder` is that writer fed documents
+whose fields are already term lists: it counts each field's terms at once (`Counter`), keeps
+postings as integer arrays, sorts them with numpy when the segment is written and writes
+whole blocks. The files are the ones Whoosh's writer makes from the same documents, byte for
+byte (the tests compare them), so every Whoosh reader, merge and later writer takes them as
+its own; the per-document columns (field lengths, numeric columns) are written by Whoosh's
+own per-document writer as they are for any document.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from array import array
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pickle import dumps
+from typing import Any
+
+import numpy as np
+from whoosh.codec.whoosh3 import COMPRESSION_MIN_SIZE, WHOOSH3_HEADER_MAGIC, W3TermInfo
+from whoosh.formats import Frequency
+from whoosh.system import pack_int, pack_long, pack_ushort
+from whoosh.util.numeric import length_to_byte
+from whoosh.writing import SegmentWriter
+
+# Whoosh 3's defaults (`W3Codec`): postings per block and zlib level of a block.
+_BLOCK = 128
+_ZLIB_LEVEL = 3
+# Postings made Python objects, and buffered as bytes, at a time.
+_WINDOW = 1 << 16
+_TERM_INFO = W3TermInfo._struct
+
+
+@dataclass
+class _FieldPostings:
+    """One field's postings as the documents came: term ids (by first sight), frequencies
+    and how many postings each document added; its documents' encoded lengths."""
+
+    vocabulary: dict[str, int] = field(default_factory=dict)
+    term_ids: array[int] = field(default_factory=lambda: array("I"))
+    frequencies: array[int] = field(default_factory=lambda: array("I"))
+    per_document: array[int] = field(default_factory=lambda: array("I"))
+    length_bytes: array[int] = field(default_factory=lambda: array("B"))
+
+    def add(self, terms: Sequence[str]) -> None:
+        counts = Counter(terms)
+        vocabulary = self.vocabulary
+        known = vocabulary.setdefault
+        self.term_ids.extend([known(term, len(vocabulary)) for term in counts])
+        self.frequencies.extend(counts.values())
+        self.per_document.append(len(counts))
+        self.length_bytes.append(length_to_byte(len(terms)))
+
+    def skip(self) -> None:
+        """A document without this field."""
+        self.per_document.append(0)
+        self.length_bytes.append(0)
+
+    def postings(self) -> int:
+        return len(self.term_ids)
+
+
+class SegmentBuilder(SegmentWriter):
+    """A Whoosh writer for new documents given as term lists per field (`add_terms`).
+
+    Every field given must use Whoosh's `Frequency` format with a boost of 1 (a TEXT field
+    without phrases): a posting's weight is then its frequency. It commits without merging
+    other segments (`commit(merge=False)`); deletions and merges are a Whoosh writer's.
+    """
+
+    def __init__(self, ix: Any, *, compound: bool = True) -> None:
+        # Whoosh's pool (`limitmb`) is never filled: postings go to the arrays.
+        super().__init__(ix, compound=compound)  # type: ignore[no-untyped-call]
+        self._fields: dict[str, _FieldPostings] = {}
+        self._documents = 0
+
+    def add_terms(self, terms: Mapping[str, Sequence[str]], columns: Mapping[str, int]) -> None:
+        """Add a document: each indexed field's terms in order, and numeric column values."""
+        self._check_state()  # type: ignore[no-untyped-call]
+        schema = self.schema
+        writer = self.perdocwriter
+        docnum = self.docnum
+        writer.start_doc(docnum)
+        # In the order Whoosh's writer takes them (sorted names): the columns are made in it.
+        for name in sorted([*terms, *columns]):
+            fieldobj = schema[name]
+            if name in terms:
+                values = terms[name]
+                if values:
+                    writer.add_field(name, fieldobj, None, len(values))
+                    self._postings(name, fieldobj).add(values)
+            else:
+                value = fieldobj.to_column_value(columns[name])
+                writer.add_column_value(name, fieldobj.column_type, value)
+        for postings in self._fields.values():
+            if len(postings.per_document) <= docnum - self.docbase:
+                postings.skip()
+        writer.finish_doc()
+        self._added = True
+        self.docnum += 1
+        self._documents += 1
+
+    def finish(self) -> None:
+        """Write the segment and add it to the index's segments, merging none of them."""
+        self.commit(merge=False)  # type: ignore[no-untyped-call]
+
+    def abandon(self) -> None:
+        """Write nothing (after a failure: a commit that failed half-way has closed the
+        writer already, and Whoosh's cancel would then hide the real error)."""
+        with contextlib.suppress(Exception):
+            self.cancel()  # type: ignore[no-untyped-call]
+
+    def postings(self) -> int:
+        """Postings gathered so far (what the memory they hold grows with)."""
+        return sum(postings.postings() for postings in self._fields.values())
+
+    def _postings(self, name: str, fieldobj: Any) -> _FieldPostings:
+        postings = self._fields.get(name)
+        if postings is None:
+            fmt = fieldobj.format
+            if type(fmt) is not Frequency or fmt.field_boost != 1.0:
+                raise ValueError(f"field {name!r} is not a plain frequency field")
+            postings = self._fields[name] = _FieldPostings()
+            for _ in range(self._documents):
+                postings.skip()
+        return postings
+
+    def _flush_segment(self) -> None:
+        # What Whoosh's writer does here (its pool of postings is empty: nothing was added
+        # to it), with the postings from the arrays.
+        self.perdocwriter.close()
+        fieldwriter = self.fieldwriter
+        for name in sorted(self._fields):
+            postings = self._fields[name]
+            if not postings.postings():
+                continue
+            fieldwriter.start_field(name, self.schema[name])
+            _write_field(fieldwriter, postings)
+            fieldwriter.finish_field()
+        self._fields = {}
+        fieldwriter.close()
+
+
+@dataclass(frozen=True)
+class _Sorted:
+    """A field's postings in Whoosh's order (term, then document), and where each term's
+    postings start (the last entry: their count)."""
+
+    terms: list[str]
+    starts: list[int]
+    documents: np.ndarray
+    frequencies: np.ndarray
+    length_bytes: np.ndarray
+    values: bytes  # each posting's frequency as Whoosh's Frequency format stores it
+
+
+def _sorted(postings: _FieldPostings) -> _Sorted:
+    terms = sorted(postings.vocabulary)  # code point order: the order of their UTF-8 bytes
+    rank = np.empty(len(terms), dtype=np.uint32)
+    rank[[postings.vocabulary[term] for term in terms]] = np.arange(len(terms))
+    keys = rank[np.frombuffer(postings.term_ids, dtype=np.uint32)]
+    order = np.argsort(keys, kind="stable")  # documents stay in the order they came
+    per_document = np.frombuffer(postings.per_document, dtype=np.uint32)
+    documents = np.repeat(np.arange(len(per_document), dtype=np.uint32), per_document)[order]
+    frequencies = np.frombuffer(postings.frequencies, dtype=np.uint32)[order]
+    starts = np.zeros(len(terms) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=len(terms)), out=starts[1:])
+    return _Sorted(
+        terms,
+        starts.tolist(),
+        documents,
+        frequencies,
+        np.frombuffer(postings.length_bytes, dtype=np.uint8)[documents],
+        frequencies.astype(">u4").tobytes(),
+    )
+
+
+@dataclass(frozen=True)
+class _Window:
+    """The postings of a run of terms as Python lists (a window: never all of a field's
+    postings as Python objects at once); `first` is the field-wide index of the first."""
+
+    first: int
+    documents: list[int]
+    frequencies: list[int]
+    length_bytes: list[int]
+    values: bytes
+
+
+def _window(data: _Sorted, start: int, end: int) -> _Window:
+    return _Window(
+        start,
+        data.documents[start:end].tolist(),
+        data.frequencies[start:end].tolist(),
+        data.length_bytes[start:end].tolist(),
+        data.values[4 * start : 4 * end],
+    )
+
+
+def _write_field(fieldwriter: Any, postings: _FieldPostings) -> None:
+    """Every term of one field: its blocks into the postings file and its term info into
+    the term table, as `W3FieldWriter` and `W3PostingsWriter` write them."""
+    data = _sorted(postings)
+    postfile = fieldwriter._postfile
+    prefix = pack_ushort(fieldwriter._fieldid)
+    buffer = bytearray()
+    base = postfile.tell()
+    starts = data.starts
+    term = 0
+    while term < len(data.terms):
+        # Terms whose postings fit a window (at least one term).
+        last = max(bisect_right(starts, starts[term] + _WINDOW, term + 1) - 1, term + 1)
+        window = _window(data, starts[term], starts[last])
+        for index in range(term, last):
+            offset = base + len(buffer)
+            buffer += _term_blocks(window, starts[index], starts[index + 1])
+            info = _term_info(window, starts[index], starts[index + 1])
+            length = base + len(buffer) - offset
+            key = prefix + data.terms[index].encode("utf-8")
+            fieldwriter._tindex.add(key, info + pack_long(offset) + pack_int(length))
+        term = last
+        postfile.write(bytes(buffer))
+        base += len(buffer)
+        buffer.clear()
+
+
+def _term_info(window: _Window, start: int, end: int) -> bytes:
+    """`W3TermInfo.to_bytes` of a term's postings [start, end), less where they lie."""
+    first = window.first
+    frequencies = window.frequencies[start - first : end - first]
+    lengths = window.length_bytes[start - first : end - first]
+    return _TERM_INFO.pack(
+        0,
+        float(sum(frequencies)),
+        end - start,
+        min(lengths),
+        max(lengths),
+        float(max(frequencies)),
+        window.documents[start - first],
+        window.documents[end - 1 - first],
+    )
+
+
+def _term_blocks(window: _Window, start: int, end: int) -> bytes:
+    """A term's postings [start, end) as `W3PostingsWriter` writes them: a tag, then blocks."""
+    parts = [WHOOSH3_HEADER_MAGIC]
+    for block in range(start, end, _BLOCK):
+        parts.append(_block(window, block, min(block + _BLOCK, end), block + _BLOCK >= end))
+    return b"".join(parts)
+
+
+def _block(window: _Window, start: int, end: int, last: bool) -> bytes:
+    """One block of postings [start, end): its length, its info and its (compressed) data."""
+    first = window.first
+    documents = window.documents[start - first : end - first]
+    frequencies = window.frequencies[start - first : end - first]
+    lengths = window.length_bytes[start - first : end - first]
+    ids = [documents[0], *(b - a for a, b in pairwise(documents))]
+    highest = max(frequencies)
+    if highest == 1:
+        weights: object = None
+    elif highest == min(frequencies):
+        weights = float(highest)
+    else:
+        weights = tuple(map(float, frequencies))
+    values = window.values[4 * (start - first) : 4 * (end - first)]
+    payload = dumps((tuple(ids), weights, values), 2)
+    compression = _ZLIB_LEVEL if len(payload) >= COMPRESSION_MIN_SIZE else 0
+    if compression:
+        payload = zlib.compress(payload, compression)
+    info = dumps(
+        (end - start, documents[-1], float(highest), compression, min(lengths), max(lengths)), 2
+    )
+    size = len(info) + len(payload)
+    return pack_int(-size if last else size) + info + payload

@@ -121,13 +121,16 @@ def test_the_vector_benchmark_compares_index_kinds_and_widths() -> None:
     ).stdout
     assert out.startswith("600 vectors (random), 20 queries, k=10"), out
     rows = {}
-    for kind in ("flat", "hnsw M32 ef64", "hnsw M32 ef128", "ivf97 nprobe8", "ivf97 nprobe16"):
+    kinds = ("flat", "shortlist k200", "hnsw M32 ef64", "hnsw M32 ef128", "ivf97 nprobe8")
+    for kind in (*kinds, "ivf97 nprobe16"):
         for dims in (64, 32):
             row = re.search(VECTOR_ROW.format(kind=re.escape(kind), dims=dims), out, re.M)
             assert row, (kind, dims, out)
             rows[kind, dims] = row
     for dims in (64, 32):
         assert float(rows["flat", dims]["recall"]) == 1.0  # the reference itself
+        # 580 vectors are fewer than a 200-vector search's shortlist: every one is scored.
+        assert float(rows["shortlist k200", dims]["recall"]) == 1.0
     # Bytes follow the width: a flat index at half the width is half the size.
     assert float(rows["flat", 32]["mb"]) < float(rows["flat", 64]["mb"])
     # A wider search than the vectors hold is refused.

@@ -1,8 +1,9 @@
 """`apus bench vectors`: the vector leg's index choices side by side, on the same vectors.
 
-Exact inner product (`IndexFlatIP`, what Apus serves) against FAISS's approximate indexes
-(HNSW, IVF) at the full width and at Matryoshka truncations (the first N dimensions, made unit
-length again), for search latency, build time, bytes and recall@10 of the approximate answers
+Exact inner product (`IndexFlatIP`, what Apus serves) against the binary shortlist that
+serves large indexes (`apus.index.shortlist`) and FAISS's approximate indexes (HNSW, IVF) at
+the full width and at Matryoshka truncations (the first N dimensions, made unit length
+again), for search latency, build time, bytes and recall@10 of the approximate answers
 against the exact answer over the same vectors.
 
 Every index answers each query in turn, the order rotating query by query, so a loaded machine
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
 
 _K = 10
 _SEARCH_THREADS = 1  # as the vector leg searches (apus.index.vectors)
+# The shortlist is timed as the vector leg asks it: for a search's candidates (the default
+# `candidates`), of which the top 10 are compared with the exact top 10.
+_LEG_K = 200
+
+_Built = TypeVar("_Built")
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,7 @@ class _Candidate:
 
     kind: str
     dims: int
-    index: faiss.Index
+    index: faiss.Index | _Shortlisted
     build_seconds: float
     prepare: Callable[[], None] = lambda: None
     walls: list[float] = field(default_factory=list)
@@ -92,7 +98,7 @@ class _Candidate:
         self.found.append(ids[0])
 
 
-def _timed_build(make: Callable[[], faiss.Index]) -> tuple[faiss.Index, float]:
+def _timed_build(make: Callable[[], _Built]) -> tuple[_Built, float]:
     started = time.perf_counter()
     index = make()
     return index, time.perf_counter() - started
@@ -135,6 +141,30 @@ def _scalar(data: np.ndarray, kind: str) -> faiss.Index:
     return index
 
 
+class _Shortlisted:
+    """The binary shortlist (`apus.index.shortlist`) over a flat index, answering as a FAISS
+    index does: scores and ids of the top `_K` of a `_LEG_K` search, as the vector leg asks."""
+
+    def __init__(self, data: np.ndarray) -> None:
+        import faiss
+
+        from apus.index.shortlist import BinaryShortlist
+
+        self.flat = faiss.IndexIDMap2(faiss.IndexFlatIP(data.shape[1]))
+        self.flat.add_with_ids(data, np.arange(len(data), dtype=np.int64))
+        self.shortlist = BinaryShortlist(self.flat)
+
+    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        found = self.shortlist.search(query[0], max(k, _LEG_K))
+        ids = np.fromiter(found, dtype=np.int64, count=len(found))[:k]
+        scores = np.fromiter(found.values(), dtype=np.float32, count=len(found))[:k]
+        return scores[None, :], ids[None, :]
+
+    def nbytes(self) -> int:
+        """The flat index's bytes and the sign codes beside it (made in memory, never saved)."""
+        return _index_bytes(self.flat) + len(self.shortlist) * self.shortlist.code_bytes
+
+
 def _knob(index: faiss.Index, name: str, value: int) -> Callable[[], None]:
     """Sets efSearch (HNSW) or nprobe (IVF) before a search: indexes share one build."""
     import faiss
@@ -157,6 +187,9 @@ def candidates_for(
         if codes in kinds:
             scalar, seconds = _timed_build(functools.partial(_scalar, data, codes))
             yield _Candidate(f"flat {codes}", dims, scalar, seconds)
+    if "shortlist" in kinds:
+        shortlisted, seconds = _timed_build(lambda: _Shortlisted(data))
+        yield _Candidate(f"shortlist k{_LEG_K}", dims, shortlisted, seconds)
     if "hnsw" in kinds:
         hnsw, seconds = _timed_build(lambda: _hnsw(data, hnsw_m))
         for ef in (64, 128):
@@ -170,9 +203,11 @@ def candidates_for(
             yield _Candidate(label, dims, ivf, seconds, _knob(ivf, "nprobe", nprobe))
 
 
-def _index_bytes(index: faiss.Index) -> int:
+def _index_bytes(index: faiss.Index | _Shortlisted) -> int:
     import faiss
 
+    if isinstance(index, _Shortlisted):
+        return index.nbytes()
     return int(faiss.serialize_index(index).size)
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from apus.embed.base import EmbeddingIdentity
 from apus.errors import ApusError
+from apus.index.shortlist import SHORTLIST_FROM, BinaryShortlist
 
 if TYPE_CHECKING:
     import faiss
@@ -39,7 +40,8 @@ def nearest(
     index: faiss.Index, query: np.ndarray, k: int, allowed: np.ndarray | None = None
 ) -> dict[int, float]:
     """Chunk id -> inner product for the k nearest vectors of one query; with `allowed`
-    (chunk ids), the k nearest among those only (FAISS skips the others while scanning)."""
+    (chunk ids), the k nearest among those only (FAISS skips the others while scanning).
+    An exact scan of every vector: `VectorSearch` is how searches read an index."""
     # FAISS is imported where vectors are used: it costs a keyword-only command ~0.2 s.
     import faiss
 
@@ -55,6 +57,27 @@ def nearest(
         params.sel = selector
         scores, ids = index.search(vector, min(k, index.ntotal, len(allowed)), params=params)
     return {int(i): float(s) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0}
+
+
+class VectorSearch:
+    """How a loaded index answers: an exact scan while it is small, a binary shortlist
+    rescored exactly (`apus.index.shortlist`) from `SHORTLIST_FROM` vectors on. Made once
+    per loaded index; every search of that index goes the same way, so the same query
+    always gets the same answer from it."""
+
+    def __init__(self, index: faiss.IndexIDMap) -> None:
+        self.index = index
+        self.shortlist = BinaryShortlist(index) if index.ntotal >= SHORTLIST_FROM else None
+
+    def __call__(
+        self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> dict[int, float]:
+        if self.shortlist is None:
+            return nearest(self.index, query, k, allowed)
+        import faiss
+
+        faiss.omp_set_num_threads(_SEARCH_THREADS)
+        return self.shortlist.search(query, k, allowed)
 
 
 HealthState = Literal["ok", "rebuilt", "missing", "damaged"]
@@ -112,6 +135,7 @@ class VectorIndex:
         self._loaded: LoadedIndex | None = None
         self._loaded_signature: tuple[object, ...] | None = None
         self._loaded_ids: frozenset[int] | None = None
+        self._search: VectorSearch | None = None  # of the loaded index, made at its first search
 
     def stamp(self) -> dict[str, Any] | None:
         try:
@@ -195,7 +219,9 @@ class VectorIndex:
                 )
             if loaded.index.ntotal == 0:
                 return {}
-            return nearest(loaded.index, query, k, allowed)
+            if self._search is None:
+                self._search = VectorSearch(loaded.index)
+            return self._search(query, k, allowed)
 
     def stamped_key(self, identity_key: str) -> str:
         """The key the stamp names when it is of this identity at any layout (width, kind),
@@ -234,6 +260,7 @@ class VectorIndex:
             self._loaded = self._load(identity_key)
             self._loaded_signature = signature
             self._loaded_ids = None
+            self._search = None
         return self._loaded
 
     def _signature(self, identity_key: str) -> tuple[object, ...]:

@@ -101,6 +101,7 @@ NOT_FOR_A_KEYWORD_SEARCH = (
     "apus.vault.markdown",
     "apus.vault.transcripts",
     "apus.search.per_note",
+    "apus.memory.note_reader",
     # Settings are frozen dataclasses checked by `apus.config_model`: pydantic (and the
     # package metadata its plugin loader reads) is the agent server's alone.
     "pydantic",

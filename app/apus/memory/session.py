@@ -18,13 +18,6 @@ from apus.errors import IndexBusyError
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.store import Store
 from apus.indexing.request import SyncRequest
-from apus.memory.note_reader import (
-    DEFAULT_LINES,
-    NoteLines,
-    parse_address,
-    read_address,
-    resolve_indexed_note,
-)
 from apus.memory.sync_queue import Backoff, SyncEvent, SyncQueue
 from apus.memory.transcript_reader import (
     DEFAULT_HISTORY,
@@ -47,6 +40,7 @@ if TYPE_CHECKING:
     from apus.index.status import EmbeddingsState, IndexStatus
     from apus.indexing.progress import ProgressCallback, SyncProgress
     from apus.indexing.sync import Indexer, SyncReport
+    from apus.memory.note_reader import NoteLines
     from apus.memory.writer import Entry, WrittenEntry
     from apus.search.recall import RecallEntry
     from apus.search.vector_leg import ProviderVectorLeg
@@ -220,11 +214,14 @@ class Memory:
         scoped = None if filters is None else scoped_filter(self.settings, filters)
         return self.searcher().related(rel_path, limit, scoped)
 
-    def get(self, path: str, start: int = 1, lines: int = DEFAULT_LINES) -> NoteLines:
+    def get(self, path: str, start: int = 1, lines: int | None = None) -> NoteLines:
         """Lines of an indexed note; anything else is refused with the reason. `path` may be
         a search result's citation (`path#Lx-Ly`, `path#Lx`): its lines are the window."""
         with self._read_store() as store:
-            return read_address(self.settings, store, path, start, lines)
+            from apus.memory.note_reader import DEFAULT_LINES, read_address
+
+            count = DEFAULT_LINES if lines is None else lines
+            return read_address(self.settings, store, path, start, count)
 
     def write(self, entry: Entry, now: dt.datetime) -> WrittenMemory:
         """Append an agent's entry to a memory note (when writing is on), then index it, so
@@ -435,6 +432,8 @@ class Memory:
 
     def _indexed_path(self, path: str) -> str:
         with self._read_store() as store:
+            from apus.memory.note_reader import parse_address, resolve_indexed_note
+
             return resolve_indexed_note(self.settings, store, parse_address(path).path)[0]
 
     def _vector_leg(self) -> ProviderVectorLeg | None:

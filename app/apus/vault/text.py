@@ -395,6 +395,7 @@ def _unicode_terms(text: str) -> list[str]:
     a text without such code points (nearly every note) is matched with the same classes
     cut to U+FFFF, and one without marks or CJK as well needs only letters and digits.
     """
+    per_character = False
     if max(text) > "\uffff":
         token_re, unit_re = _token_re(), _cjk_unit_re()
     else:
@@ -402,10 +403,14 @@ def _unicode_terms(text: str) -> list[str]:
         if bmp.special.search(text) is None:
             return [_fold_word(word) for word in _LETTERS_RE.findall(text)]
         token_re, unit_re = bmp.token, bmp.cjk_unit
+        # Nothing continues a CJK character: each is a unit of its own.
+        per_character = bmp.continuation.search(text) is None
     terms: list[str] = []
     for cjk, word in token_re.findall(text):
         if word:
             terms.append(_fold_word(word))
+        elif per_character:
+            terms.extend(_cjk_character_terms(cjk))
         else:
             terms.extend(_cjk_terms(cjk, unit_re))
     return terms
@@ -420,6 +425,32 @@ def _cjk_terms(run: str, unit_re: re.Pattern[str]) -> list[str]:
     return [first + second for first, second in pairwise(folded)]
 
 
+def _cjk_character_terms(run: str) -> list[str]:
+    """`_cjk_terms` of a run whose units are its characters: each folded through a table
+    (a CJK character folds to one character; if one does not, unit by unit as there)."""
+    folded = run.translate(_CJK_FOLDS)
+    if len(folded) != len(run):  # none folds to nothing, so one folded to several
+        return _cjk_terms(run, _cjk_unit_re())
+    if len(folded) == 1:
+        return [folded]
+    return [first + second for first, second in pairwise(folded)]
+
+
+class _CharacterFolds(dict[int, str]):
+    """`str.translate`'s table folding each character (`fold`), found on first use."""
+
+    def __missing__(self, code: int) -> str:
+        if len(self) >= _CHARACTER_FOLDS_MAX:
+            self.clear()
+        found = self[code] = fold(chr(code))
+        return found
+
+
+# CJK characters met so far; forgotten past this many (the CJK ranges hold about 100k).
+_CHARACTER_FOLDS_MAX = 1 << 17
+_CJK_FOLDS = _CharacterFolds()
+
+
 # A word of a text without marks or CJK: what `_token_re`'s words are there.
 _LETTERS_RE = re.compile(r"[^\W_]+")
 
@@ -429,19 +460,22 @@ class _BmpPatterns:
     token: re.Pattern[str]  # `_token_re()` for text within U+FFFF
     cjk_unit: re.Pattern[str]  # `_cjk_unit_re()` for text within U+FFFF
     special: re.Pattern[str]  # any mark or CJK character within U+FFFF
+    continuation: re.Pattern[str]  # what continues a CJK character in a unit
 
 
 @cache
 def _bmp_patterns() -> _BmpPatterns:
     marks = _within_bmp(_mark_classes()[1])
     cjk = _within_bmp(_CJK)
-    unit = f"[{cjk}][{_within_bmp(_HANGUL_CONT)}{marks}\uff9e\uff9f]*"
+    continuation = f"[{_within_bmp(_HANGUL_CONT)}{marks}\uff9e\uff9f]"
+    unit = f"[{cjk}]{continuation}*"
     word_char = rf"[^\W_{cjk}]"
     word = rf"{word_char}+(?:[{marks}]+{word_char}*)*"
     return _BmpPatterns(
         token=re.compile(rf"(?P<cjk>(?:{unit})+)|(?P<word>{word})"),
         cjk_unit=re.compile(unit),
         special=re.compile(f"[{marks}{cjk}]"),
+        continuation=re.compile(continuation),
     )
 
 

@@ -14,15 +14,15 @@ own per-document writer as they are for any document.
 from __future__ import annotations
 
 import contextlib
+import struct
 import zlib
 from array import array
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pickle import dumps
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from whoosh.codec.whoosh3 import COMPRESSION_MIN_SIZE, WHOOSH3_HEADER_MAGIC, W3TermInfo
@@ -37,6 +37,8 @@ _ZLIB_LEVEL = 3
 # Postings made Python objects, and buffered as bytes, at a time.
 _WINDOW = 1 << 16
 _TERM_INFO = W3TermInfo._struct
+# A term table record's key and value lengths (`HashWriter`'s).
+_KEY_VALUE_LENGTHS = struct.Struct("!ii")
 
 
 @dataclass
@@ -53,8 +55,12 @@ class _FieldPostings:
     def add(self, terms: Sequence[str]) -> None:
         counts = Counter(terms)
         vocabulary = self.vocabulary
-        known = vocabulary.setdefault
-        self.term_ids.extend([known(term, len(vocabulary)) for term in counts])
+        found = list(map(vocabulary.get, counts))
+        if None in found:  # terms met for the first time
+            known = vocabulary.setdefault
+            self.term_ids.extend([known(term, len(vocabulary)) for term in counts])
+        else:
+            self.term_ids.extend(cast(list[int], found))
         self.frequencies.extend(counts.values())
         self.per_document.append(len(counts))
         self.length_bytes.append(length_to_byte(len(terms)))
@@ -157,6 +163,9 @@ class _Sorted:
     terms: list[str]
     starts: list[int]
     documents: np.ndarray
+    # Each posting's document less the one before it, or the document itself where a block
+    # starts (every `_BLOCK` postings of a term): the ids a block stores.
+    ids: np.ndarray
     frequencies: np.ndarray
     length_bytes: np.ndarray
     values: bytes  # each posting's frequency as Whoosh's Frequency format stores it
@@ -169,14 +178,20 @@ def _sorted(postings: _FieldPostings) -> _Sorted:
     keys = rank[np.frombuffer(postings.term_ids, dtype=np.uint32)]
     order = np.argsort(keys, kind="stable")  # documents stay in the order they came
     per_document = np.frombuffer(postings.per_document, dtype=np.uint32)
-    documents = np.repeat(np.arange(len(per_document), dtype=np.uint32), per_document)[order]
+    documents = np.repeat(np.arange(len(per_document), dtype=np.int64), per_document)[order]
     frequencies = np.frombuffer(postings.frequencies, dtype=np.uint32)[order]
+    counts = np.bincount(keys, minlength=len(terms))
     starts = np.zeros(len(terms) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=len(terms)), out=starts[1:])
+    np.cumsum(counts, out=starts[1:])
+    ids = np.diff(documents, prepend=0)
+    position = np.arange(len(documents)) - np.repeat(starts[:-1], counts)
+    block_starts = position % _BLOCK == 0
+    ids[block_starts] = documents[block_starts]
     return _Sorted(
         terms,
         starts.tolist(),
         documents,
+        ids,
         frequencies,
         np.frombuffer(postings.length_bytes, dtype=np.uint8)[documents],
         frequencies.astype(">u4").tobytes(),
@@ -190,6 +205,7 @@ class _Window:
 
     first: int
     documents: list[int]
+    ids: list[int]
     frequencies: list[int]
     length_bytes: list[int]
     values: bytes
@@ -199,6 +215,7 @@ def _window(data: _Sorted, start: int, end: int) -> _Window:
     return _Window(
         start,
         data.documents[start:end].tolist(),
+        data.ids[start:end].tolist(),
         data.frequencies[start:end].tolist(),
         data.length_bytes[start:end].tolist(),
         data.values[4 * start : 4 * end],
@@ -211,32 +228,70 @@ def _write_field(fieldwriter: Any, postings: _FieldPostings) -> None:
     data = _sorted(postings)
     postfile = fieldwriter._postfile
     prefix = pack_ushort(fieldwriter._fieldid)
-    buffer = bytearray()
-    base = postfile.tell()
     starts = data.starts
     term = 0
     while term < len(data.terms):
         # Terms whose postings fit a window (at least one term).
         last = max(bisect_right(starts, starts[term] + _WINDOW, term + 1) - 1, term + 1)
         window = _window(data, starts[term], starts[last])
+        base = postfile.tell()
+        parts: list[bytes] = []
+        size = 0
+        records: list[tuple[bytes, bytes]] = []
         for index in range(term, last):
-            offset = base + len(buffer)
-            buffer += _term_blocks(window, starts[index], starts[index + 1])
-            info = _term_info(window, starts[index], starts[index + 1])
-            length = base + len(buffer) - offset
-            key = prefix + data.terms[index].encode("utf-8")
-            fieldwriter._tindex.add(key, info + pack_long(offset) + pack_int(length))
+            start, end = starts[index] - window.first, starts[index + 1] - window.first
+            if end - start == 1:
+                blocks, info = _single(window, start)
+            else:
+                blocks, info = _term_blocks(window, start, end), _term_info(window, start, end)
+            parts.append(blocks)
+            extent = pack_long(base + size) + pack_int(len(blocks))
+            size += len(blocks)
+            records.append((prefix + data.terms[index].encode("utf-8"), info + extent))
+        postfile.write(b"".join(parts))
+        _add_terms(fieldwriter._tindex, records)
         term = last
-        postfile.write(bytes(buffer))
-        base += len(buffer)
-        buffer.clear()
+
+
+def _add_terms(table: Any, records: list[tuple[bytes, bytes]]) -> None:
+    """`OrderedHashWriter.add` for each (key, value), keys in order, written at once."""
+    if not records:
+        return
+    if records[0][0] <= table.lastkey:
+        raise ValueError("term keys must increase")
+    position = table.dbfile.tell()
+    hashed, buckets, positions = table.hashfn, table.buckets, table.index
+    parts: list[bytes] = []
+    for key, value in records:
+        positions.append(position)
+        code = hashed(key)
+        buckets[code & 255].append((code, position))
+        parts += (_KEY_VALUE_LENGTHS.pack(len(key), len(value)), key, value)
+        position += _KEY_VALUE_LENGTHS.size + len(key) + len(value)
+    table.dbfile.write(b"".join(parts))
+    table.lastkey = records[-1][0]
+
+
+def _single(window: _Window, index: int) -> tuple[bytes, bytes]:
+    """`_term_blocks` and `_term_info` of a term in one document (most terms of a field)."""
+    document, frequency = window.documents[index], window.frequencies[index]
+    length, weight = window.length_bytes[index], float(frequency)
+    values = window.values[4 * index : 4 * index + 4]
+    payload = dumps(((document,), None if frequency == 1 else weight, values), 2)
+    compression = _ZLIB_LEVEL if len(payload) >= COMPRESSION_MIN_SIZE else 0
+    if compression:
+        payload = zlib.compress(payload, compression)
+    head = dumps((1, document, weight, compression, length, length), 2)
+    blocks = WHOOSH3_HEADER_MAGIC + pack_int(-len(head) - len(payload)) + head + payload
+    info = _TERM_INFO.pack(0, weight, 1, length, length, weight, document, document)
+    return blocks, info
 
 
 def _term_info(window: _Window, start: int, end: int) -> bytes:
-    """`W3TermInfo.to_bytes` of a term's postings [start, end), less where they lie."""
-    first = window.first
-    frequencies = window.frequencies[start - first : end - first]
-    lengths = window.length_bytes[start - first : end - first]
+    """`W3TermInfo.to_bytes` of a term's postings [start, end) of the window, less where
+    they lie."""
+    frequencies = window.frequencies[start:end]
+    lengths = window.length_bytes[start:end]
     return _TERM_INFO.pack(
         0,
         float(sum(frequencies)),
@@ -244,8 +299,8 @@ def _term_info(window: _Window, start: int, end: int) -> bytes:
         min(lengths),
         max(lengths),
         float(max(frequencies)),
-        window.documents[start - first],
-        window.documents[end - 1 - first],
+        window.documents[start],
+        window.documents[end - 1],
     )
 
 
@@ -259,11 +314,8 @@ def _term_blocks(window: _Window, start: int, end: int) -> bytes:
 
 def _block(window: _Window, start: int, end: int, last: bool) -> bytes:
     """One block of postings [start, end): its length, its info and its (compressed) data."""
-    first = window.first
-    documents = window.documents[start - first : end - first]
-    frequencies = window.frequencies[start - first : end - first]
-    lengths = window.length_bytes[start - first : end - first]
-    ids = [documents[0], *(b - a for a, b in pairwise(documents))]
+    frequencies = window.frequencies[start:end]
+    lengths = window.length_bytes[start:end]
     highest = max(frequencies)
     if highest == 1:
         weights: object = None
@@ -271,13 +323,14 @@ def _block(window: _Window, start: int, end: int, last: bool) -> bytes:
         weights = float(highest)
     else:
         weights = tuple(map(float, frequencies))
-    values = window.values[4 * (start - first) : 4 * (end - first)]
-    payload = dumps((tuple(ids), weights, values), 2)
+    values = window.values[4 * start : 4 * end]
+    payload = dumps((tuple(window.ids[start:end]), weights, values), 2)
     compression = _ZLIB_LEVEL if len(payload) >= COMPRESSION_MIN_SIZE else 0
     if compression:
         payload = zlib.compress(payload, compression)
+    last_document = window.documents[end - 1]
     info = dumps(
-        (end - start, documents[-1], float(highest), compression, min(lengths), max(lengths)), 2
+        (end - start, last_document, float(highest), compression, min(lengths), max(lengths)), 2
     )
     size = len(info) + len(payload)
     return pack_int(-size if last else size) + info + payload

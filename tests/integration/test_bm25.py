@@ -11,12 +11,13 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from whoosh import index as whoosh_index
 from whoosh.util.numeric import byte_to_length, length_to_byte
 
 from apus.config import Settings
-from apus.index.bm25 import SegmentCache, collect_statistics, top_scores
+from apus.index.bm25 import PostingsCache, SegmentCache, collect_statistics, top_scores
 from apus.index.keyword import KEYWORD_FORMAT, PARAMS, KeywordIndex, repeated_lines, search_terms
 from apus.index.store import ChunkRecord, Store
 from apus.vault.text import keyword_term, query_terms, tokenize
@@ -192,6 +193,8 @@ def test_scores_match_the_reference_bm25f(churned: Settings, text: str) -> None:
         # A generation's first search reads the segment files, the next ones map them.
         first = dict(keyword.search(query_terms(text), 100_000, generation(churned)))
         assert not keyword._ix.storage.supports_mmap  # type: ignore[union-attr]
+        # The second search's postings come from the first's, decoded once.
+        assert len(keyword._segments.postings) > 0
         got = dict(keyword.search(query_terms(text), 100_000, generation(churned)))
         assert keyword._ix.storage.supports_mmap  # type: ignore[union-attr]
     finally:
@@ -367,3 +370,20 @@ def test_statistics_count_live_documents_only(churned: Settings) -> None:
         assert (stats.chunks.count, stats.notes.count) == (chunks, files)
         assert top_scores(reader, ["zzz-not-a-word"], 10, stats, PARAMS) == []
         assert top_scores(reader, [], 10, stats, PARAMS) == []
+
+
+def test_decoded_postings_are_kept_within_their_budget_and_never_changed() -> None:
+    entry = 256 + 2 * 8 * 100  # the cost of one list of 100 postings
+    cache = PostingsCache(budget_bytes=2 * entry + 300)  # two lists and an absent term
+    lists = {word: (np.arange(100, dtype=np.int64), np.ones(100)) for word in "abc"}
+    cache.put(("s1", "body", "a"), lists["a"])
+    cache.put(("s1", "body", "b"), lists["b"])
+    cache.put(("s2", "body", "z"), None)  # the segment lacks it: known, not looked up again
+    assert cache.get(("s1", "body", "a"))[0]  # used: the oldest is now "b"
+    cache.put(("s1", "body", "c"), lists["c"])
+    assert not cache.get(("s1", "body", "b"))[0]
+    assert cache.get(("s2", "body", "z")) == (True, None)
+    held, postings = cache.get(("s1", "body", "a"))
+    assert held and postings is not None and not postings[0].flags.writeable
+    cache.keep_only({"s2"})  # s1 merged away
+    assert len(cache) == 1 and cache.get(("s2", "body", "z")) == (True, None)

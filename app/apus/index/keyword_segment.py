@@ -176,16 +176,17 @@ def _sorted(postings: _FieldPostings) -> _Sorted:
     rank = np.empty(len(terms), dtype=np.uint32)
     rank[[postings.vocabulary[term] for term in terms]] = np.arange(len(terms))
     keys = rank[np.frombuffer(postings.term_ids, dtype=np.uint32)]
-    order = np.argsort(keys, kind="stable")  # documents stay in the order they came
-    per_document = np.frombuffer(postings.per_document, dtype=np.uint32)
-    documents = np.repeat(np.arange(len(per_document), dtype=np.int64), per_document)[order]
-    frequencies = np.frombuffer(postings.frequencies, dtype=np.uint32)[order]
     counts = np.bincount(keys, minlength=len(terms))
+    order = np.argsort(keys, kind="stable")  # documents stay in the order they came
+    del keys
+    per_document = np.frombuffer(postings.per_document, dtype=np.uint32)
+    documents = np.repeat(np.arange(len(per_document), dtype=np.int32), per_document)[order]
+    frequencies = np.frombuffer(postings.frequencies, dtype=np.uint32)[order]
+    del order
     starts = np.zeros(len(terms) + 1, dtype=np.int64)
     np.cumsum(counts, out=starts[1:])
-    ids = np.diff(documents, prepend=0)
-    position = np.arange(len(documents)) - np.repeat(starts[:-1], counts)
-    block_starts = position % _BLOCK == 0
+    ids = np.diff(documents, prepend=np.int32(0))
+    block_starts = _block_starts(starts, counts)
     ids[block_starts] = documents[block_starts]
     return _Sorted(
         terms,
@@ -196,6 +197,15 @@ def _sorted(postings: _FieldPostings) -> _Sorted:
         np.frombuffer(postings.length_bytes, dtype=np.uint8)[documents],
         frequencies.astype(">u4").tobytes(),
     )
+
+
+def _block_starts(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Where each block of each term starts: at the term's first posting, and every
+    `_BLOCK` postings after it in a term with more."""
+    firsts = [starts[:-1][counts > 0]]
+    for term in np.flatnonzero(counts > _BLOCK):
+        firsts.append(np.arange(starts[term] + _BLOCK, starts[term + 1], _BLOCK))
+    return np.concatenate(firsts)
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,13 @@
 """The keyword index made from term lists (each chunk analysed once) holds exactly what
-Whoosh's analysis of the fields' text gives: the same terms, frequencies and field lengths."""
+Whoosh's analysis of the fields' text gives: the same terms, weights (frequencies) and field
+lengths."""
 
 from __future__ import annotations
 
 import itertools
 import posixpath
 from pathlib import Path
+from typing import Any
 
 from whoosh import index as whoosh_index
 
@@ -38,6 +40,15 @@ def _text_documents(chunks: list[ChunkRecord]) -> list[dict[str, object]]:
     return documents
 
 
+def _weights(matcher: Any) -> list[tuple[int, float]]:
+    """Each posting's document and weight (its term's frequency there)."""
+    found = []
+    while matcher.is_active():
+        found.append((matcher.id(), matcher.weight()))
+        matcher.next()
+    return found
+
+
 def _contents(folder: Path, documents: list[dict[str, object]]) -> dict[str, object]:
     folder.mkdir()
     ix = whoosh_index.create_in(str(folder), _schema())
@@ -48,7 +59,7 @@ def _contents(folder: Path, documents: list[dict[str, object]]) -> dict[str, obj
     with ix.searcher() as searcher:
         reader = searcher.reader()
         postings = {
-            (field, term): list(reader.postings(field, term).items_as("frequency"))
+            (field, term): _weights(reader.postings(field, term))
             for field, term in reader.all_terms()
         }
         lengths = {

@@ -9,10 +9,11 @@ import os
 import posixpath
 import shutil
 import threading
+from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from whoosh import index as whoosh_index
@@ -21,6 +22,7 @@ from whoosh.analysis.tokenizers import Tokenizer
 from whoosh.columns import NumericColumn
 from whoosh.fields import COLUMN, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage
+from whoosh.formats import Format, tokens
 from whoosh.reading import IndexReader
 
 from apus.index.bm25 import (
@@ -92,11 +94,38 @@ class ApusTokenizer(Tokenizer):
             yield token
 
 
+class TermCounts(Format):
+    """A field's postings as weights alone: a posting's weight is how often its term occurs
+    in the chunk (what BM25F reads). Whoosh's `Frequency` format repeats that count as a
+    value of every posting (4 bytes, pickled and compressed with each block: about 8% of a
+    keyword build's CPU), which nothing reads. A term list (what Apus indexes) is counted at
+    once, without a Token per term."""
+
+    posting_size = 0  # no value per posting
+
+    def word_values(
+        self, value: object, analyzer: object, **kwargs: object
+    ) -> Iterator[tuple[Any, int, float, bytes]]:  # the term as text (Whoosh encodes it)
+        if isinstance(value, list | tuple):
+            counts = Counter(value)
+        else:
+            counts = Counter(token.text for token in tokens(value, analyzer, kwargs))
+        boost = self.field_boost
+        return ((term, count, count * boost, b"") for term, count in counts.items())
+
+
+def _terms_field(analyzer: Tokenizer) -> TEXT:
+    """A TEXT field without phrases holding `TermCounts`."""
+    field = TEXT(analyzer=analyzer, phrase=False)
+    field.format = TermCounts()
+    return field
+
+
 # Bump when the schema or what the fields hold changes: an index in another format is rebuilt.
 # 2: BM25F scored here (weights at query time), a note id column, the repeated overlap field.
 # 3: the chunk id as a column (read once per segment, not per result).
 # 4: no id fields (a term and a posting per chunk and per note, only ever used to delete a
-#    note's chunks, which the note column finds).
+#    note's chunks, which the note column finds); `TermCounts`, no value per posting.
 KEYWORD_FORMAT = 4
 
 # A note's name (its path and file name) is evidence apart from its text: a word there
@@ -130,14 +159,14 @@ def _schema() -> Schema:
         # removing a note the documents of its chunks.
         chunk=COLUMN(NumericColumn("q", default=0)),
         note=COLUMN(NumericColumn("q", default=0)),
-        path=TEXT(analyzer=analyzer, phrase=False),
-        stem=TEXT(analyzer=analyzer, phrase=False),
-        title=TEXT(analyzer=analyzer, phrase=False),
-        headings=TEXT(analyzer=analyzer, phrase=False),
-        body=TEXT(analyzer=analyzer, phrase=False),
+        path=_terms_field(analyzer),
+        stem=_terms_field(analyzer),
+        title=_terms_field(analyzer),
+        headings=_terms_field(analyzer),
+        body=_terms_field(analyzer),
         # The leading lines a chunk repeats from the one before (its overlap): not searched,
         # subtracted when the note is scored whole so that no line counts twice.
-        overlap=TEXT(analyzer=analyzer, phrase=False),
+        overlap=_terms_field(analyzer),
     )
 
 

@@ -26,10 +26,11 @@ from typing import Any, cast
 
 import numpy as np
 from whoosh.codec.whoosh3 import COMPRESSION_MIN_SIZE, WHOOSH3_HEADER_MAGIC, W3TermInfo
-from whoosh.formats import Frequency
 from whoosh.system import pack_int, pack_long, pack_ushort
 from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
+
+from apus.index.keyword import TermCounts
 
 # Whoosh 3's defaults (`W3Codec`): postings per block and zlib level of a block.
 _BLOCK = 128
@@ -77,8 +78,8 @@ class _FieldPostings:
 class SegmentBuilder(SegmentWriter):
     """A Whoosh writer for new documents given as term lists per field (`add_terms`).
 
-    Every field given must use Whoosh's `Frequency` format with a boost of 1 (a TEXT field
-    without phrases): a posting's weight is then its frequency. It commits without merging
+    Every indexed field given must use the `TermCounts` format (a posting's weight is its
+    frequency, and it stores no other value). It commits without merging
     other segments (`commit(merge=False)`); deletions and merges are a Whoosh writer's.
     """
 
@@ -132,8 +133,8 @@ class SegmentBuilder(SegmentWriter):
         postings = self._fields.get(name)
         if postings is None:
             fmt = fieldobj.format
-            if type(fmt) is not Frequency or fmt.field_boost != 1.0:
-                raise ValueError(f"field {name!r} is not a plain frequency field")
+            if type(fmt) is not TermCounts or fmt.field_boost != 1.0:
+                raise ValueError(f"field {name!r} does not hold plain term counts")
             postings = self._fields[name] = _FieldPostings()
             for _ in range(self._documents):
                 postings.skip()
@@ -168,7 +169,6 @@ class _Sorted:
     ids: np.ndarray
     frequencies: np.ndarray
     length_bytes: np.ndarray
-    values: bytes  # each posting's frequency as Whoosh's Frequency format stores it
 
 
 def _sorted(postings: _FieldPostings) -> _Sorted:
@@ -195,7 +195,6 @@ def _sorted(postings: _FieldPostings) -> _Sorted:
         ids,
         frequencies,
         np.frombuffer(postings.length_bytes, dtype=np.uint8)[documents],
-        frequencies.astype(">u4").tobytes(),
     )
 
 
@@ -218,7 +217,6 @@ class _Window:
     ids: list[int]
     frequencies: list[int]
     length_bytes: list[int]
-    values: bytes
 
 
 def _window(data: _Sorted, start: int, end: int) -> _Window:
@@ -228,7 +226,6 @@ def _window(data: _Sorted, start: int, end: int) -> _Window:
         data.ids[start:end].tolist(),
         data.frequencies[start:end].tolist(),
         data.length_bytes[start:end].tolist(),
-        data.values[4 * start : 4 * end],
     )
 
 
@@ -286,8 +283,7 @@ def _single(window: _Window, index: int) -> tuple[bytes, bytes]:
     """`_term_blocks` and `_term_info` of a term in one document (most terms of a field)."""
     document, frequency = window.documents[index], window.frequencies[index]
     length, weight = window.length_bytes[index], float(frequency)
-    values = window.values[4 * index : 4 * index + 4]
-    payload = dumps(((document,), None if frequency == 1 else weight, values), 2)
+    payload = dumps(((document,), None if frequency == 1 else weight, None), 2)
     compression = _ZLIB_LEVEL if len(payload) >= COMPRESSION_MIN_SIZE else 0
     if compression:
         payload = zlib.compress(payload, compression)
@@ -333,8 +329,7 @@ def _block(window: _Window, start: int, end: int, last: bool) -> bytes:
         weights = float(highest)
     else:
         weights = tuple(map(float, frequencies))
-    values = window.values[4 * start : 4 * end]
-    payload = dumps((tuple(window.ids[start:end]), weights, values), 2)
+    payload = dumps((tuple(window.ids[start:end]), weights, None), 2)  # no values
     compression = _ZLIB_LEVEL if len(payload) >= COMPRESSION_MIN_SIZE else 0
     if compression:
         payload = zlib.compress(payload, compression)

@@ -79,8 +79,8 @@ class SegmentBuilder(SegmentWriter):
     """A Whoosh writer for new documents given as term lists per field (`add_terms`).
 
     Every indexed field given must use the `TermCounts` format (a posting's weight is its
-    frequency, and it stores no other value). It commits without merging
-    other segments (`commit(merge=False)`); deletions and merges are a Whoosh writer's.
+    frequency, and it stores no other value). `finish` adds the segment to the index and
+    merges no other; deletions and merges are a Whoosh writer's.
     """
 
     def __init__(self, ix: Any, *, compound: bool = True) -> None:

@@ -108,3 +108,31 @@ def test_float16_vectors_are_rescored_from_their_own_codes() -> None:
         found = shortlist.search(query, 10)
         assert list(found) == list(exact)
         assert np.allclose(list(found.values()), list(exact.values()), atol=1e-3)
+
+
+def test_each_filter_is_its_own_even_when_searches_alternate(
+    large: tuple[faiss.IndexIDMap, np.ndarray, np.ndarray],
+) -> None:
+    """What a filter admits is kept between searches that ask with the same array; another
+    array (another filter, a store changed since) is never answered with the kept one."""
+    index, ids, queries = large
+    search = VectorSearch(index)
+    odd, even = ids[1::2], ids[::2]
+    for query in queries[:4]:
+        for admitted in (odd, even, odd.copy()):
+            found = search(query, 20, admitted)
+            assert set(found) <= set(admitted.tolist())
+            assert list(found) == list(nearest(index, query, 20, admitted))
+
+
+def test_sparse_chunk_ids_are_found_without_a_table() -> None:
+    """Ids far apart (a store after years of edits) are looked up by binary search, not a
+    table as long as the largest id."""
+    rows = clustered(SHORTLIST_FROM + 50, seed=11)
+    ids = np.arange(len(rows), dtype=np.int64) * 1000 + 7
+    index = index_of(rows, ids)
+    search = VectorSearch(index)
+    admitted = ids[::5]
+    for query in clustered(5, seed=12):
+        assert list(search(query, 10)) == list(nearest(index, query, 10))
+        assert list(search(query, 10, admitted)) == list(nearest(index, query, 10, admitted))

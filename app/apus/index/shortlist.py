@@ -15,6 +15,7 @@ keeps of the exact answer on a store's real vectors.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,6 +33,9 @@ SHORTLIST_FROM = 16_384
 # Signs are taken this many vectors at a time, so making the codes never holds more than a
 # block's booleans beside the index.
 _BLOCK = 8192
+# A table from chunk id to position is kept while the largest id is at most this many times
+# the vectors held (8 bytes an id: 7.6 MB at 118k vectors of ids up to a million).
+_DENSE_IDS = 8
 
 
 class BinaryShortlist:
@@ -53,8 +57,10 @@ class BinaryShortlist:
         self._codes: faiss.IndexBinaryFlat = codes
         for start in range(0, len(self.ids), _BLOCK):
             self._codes.add(signs(self.vectors[start : start + _BLOCK]))
-        self._order = np.argsort(self.ids, kind="stable")
-        self._sorted_ids = self.ids[self._order]
+        self._position_of = _position_table(self.ids)
+        # The filter of the last search and what it admits: a session asks with the same
+        # admitted chunk ids (one array per store generation and filter) search after search.
+        self._admitted: tuple[np.ndarray, _Admitted] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -69,30 +75,26 @@ class BinaryShortlist:
     ) -> dict[int, float]:
         """Chunk id -> cosine for (very nearly) the k nearest vectors, best first; with
         `allowed` (chunk ids), among those only."""
-        import faiss
-
         wanted = min(k * SHORTLIST_FACTOR, len(self))
         vector = np.asarray(query, dtype=np.float32).reshape(-1)
-        positions: np.ndarray | None = None
         params = None
         if allowed is not None:
-            positions = self._positions(allowed)
-            if len(positions) <= wanted:
-                return self._rescored(vector, positions, k)
-            params = faiss.SearchParameters()
-            params.sel = faiss.IDSelectorBatch(positions)
+            admitted = self._admitted_by(allowed)
+            if len(admitted.positions) <= wanted:
+                return self._rescored(vector, admitted.positions, k)
+            params = admitted.params
         _distances, found = self._codes.search(signs(vector[None, :]), wanted, params=params)
         shortlist = found[0]
         return self._rescored(vector, shortlist[shortlist >= 0], k)
 
-    def _positions(self, allowed: np.ndarray) -> np.ndarray:
-        """The positions in the index of the `allowed` chunk ids it holds."""
-        wanted = np.asarray(allowed, dtype=np.int64)
-        at = np.searchsorted(self._sorted_ids, wanted)
-        at = np.minimum(at, len(self._sorted_ids) - 1)
-        held = self._sorted_ids[at] == wanted
-        positions: np.ndarray = np.unique(self._order[at[held]])
-        return positions
+    def _admitted_by(self, allowed: np.ndarray) -> _Admitted:
+        """The positions the `allowed` chunk ids hold in the index, and a selector of them,
+        kept while searches ask with the same array (building them is a pass over it)."""
+        if self._admitted is None or self._admitted[0] is not allowed:
+            mask = np.zeros(len(self), dtype=bool)
+            mask[self._position_of(np.asarray(allowed, dtype=np.int64))] = True
+            self._admitted = (allowed, _Admitted.of(mask))
+        return self._admitted[1]
 
     def _rescored(self, query: np.ndarray, positions: np.ndarray, k: int) -> dict[int, float]:
         if not len(positions):
@@ -103,6 +105,51 @@ class BinaryShortlist:
             positions, scores = positions[top], scores[top]
         order = np.lexsort((positions, -scores))
         return {int(self.ids[positions[i]]): float(scores[i]) for i in order}
+
+
+class _Admitted:
+    """The positions a filter admits (sorted) and FAISS's selector of them (one bit each)."""
+
+    def __init__(self, positions: np.ndarray, bitmap: np.ndarray, params: Any) -> None:
+        self.positions = positions
+        self._bitmap = bitmap  # the selector reads it: it lives as long as the selector
+        self.params = params
+
+    @classmethod
+    def of(cls, mask: np.ndarray) -> _Admitted:
+        import faiss
+
+        bitmap = np.packbits(mask, bitorder="little")
+        params = faiss.SearchParameters()
+        params.sel = faiss.IDSelectorBitmap(len(mask), faiss.swig_ptr(bitmap))
+        return cls(np.flatnonzero(mask), bitmap, params)
+
+
+def _position_table(ids: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Chunk ids -> the positions in the index of those it holds: a table indexed by id
+    where ids are dense enough for one (a store's usually are), else a binary search."""
+    if not len(ids):
+        return lambda wanted: np.zeros(0, dtype=np.int64)
+    top = int(ids.max())
+    if int(ids.min()) >= 0 and top < _DENSE_IDS * len(ids) + 1024:
+        table = np.full(top + 1, -1, dtype=np.int64)
+        table[ids] = np.arange(len(ids))
+
+        def by_table(wanted: np.ndarray) -> np.ndarray:
+            inside = wanted[(wanted >= 0) & (wanted <= top)]
+            found: np.ndarray = table[inside]
+            return found[found >= 0]
+
+        return by_table
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+
+    def by_search(wanted: np.ndarray) -> np.ndarray:
+        at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+        found: np.ndarray = order[at[ordered[at] == wanted]]
+        return found
+
+    return by_search
 
 
 def exact_scores(vectors: np.ndarray, query: np.ndarray, positions: np.ndarray) -> np.ndarray:

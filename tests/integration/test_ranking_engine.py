@@ -317,6 +317,37 @@ def test_mmr_lifts_a_distinct_note_above_a_near_duplicate_without_changing_score
     assert {hit.path: hit.score for hit in diverse} == {hit.path: hit.score for hit in plain}
 
 
+@pytest.mark.parametrize("mmr", [True, False])
+def test_snippets_of_translated_notes_mark_the_query_words(tmp_path: Path, mmr: bool) -> None:
+    # Letters only (Cyrillic), CJK without marks (Korean, Japanese), marks (Devanagari,
+    # decomposed kana) and an annotated chunk: each found its own way, all as the tokens
+    # (a chunk's text starts with its heading; `starchive` holds `tar` but is not it).
+    vault = tmp_path / "vault"
+    write_note(vault, "ru.md", "# tar\n\nАрхив: tar создаёт архив, а starchive — нет. Архив!\n")
+    write_note(vault, "ko.md", "# tar\n\n아카이브 만들기: tar 아카이브를 풀기\n")
+    write_note(vault, "ja.md", "# tar\n\nアーカイブを作るtarコマンド、アーカイブ\n")
+    write_note(vault, "hi.md", "# tar\n\nसंग्रह बनाएं: tar संग्रह\n")
+    write_note(vault, "nfd.md", "# tar\n\nか\u3099 いど: tar が\n")
+    write_note(vault, "note.md", "# tar\n\n<!-- importance: 3 -->\nАрхив tar\n")
+    settings = _indexed(vault)
+    marked = {
+        "архив": {"ru.md": ["Архив", "архив", "Архив"], "note.md": ["Архив"]},
+        "아카이브": {"ko.md": ["아카이브", "아카이브"]},
+        "アーカイブ": {"ja.md": ["アーカイブ", "アーカイブ"]},
+        "संग्रह": {"hi.md": ["संग्रह", "संग्रह"]},
+        "が": {"nfd.md": ["か\u3099", "が"]},
+        "tar": {path: ["tar", "tar"] for path in ("ru.md", "ko.md", "ja.md", "hi.md", "nfd.md")},
+    }
+    for query, expected in marked.items():
+        hits = _search(settings, query, mmr=mmr).hits
+        found = {hit.path: [hit.snippet[s:e] for s, e in hit.highlights] for hit in hits}
+        for path, words in expected.items():
+            assert found[path] == words, (query, path, hits)
+    # The annotated chunk's snippet leaves the annotation out.
+    note = next(h for h in _search(settings, "архив", mmr=mmr).hits if h.path == "note.md")
+    assert note.snippet == "# tar Архив tar"
+
+
 # -- legs without vectors ----------------------------------------------------------------
 
 

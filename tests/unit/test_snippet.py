@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apus.search.snippet import _collapse_whitespace, make_snippet
+from apus.vault.text import term_spans, tokenize
 
 # Words, single spaces and longer runs of every kind of whitespace, so that runs of one
 # character (which move nothing) and longer ones (which do) are both met.
@@ -45,3 +46,21 @@ def test_a_snippet_marks_the_query_words_across_collapsed_runs() -> None:
     snippet = make_snippet("The  heron\n\n  stood\tin the   marsh.", frozenset({"heron", "marsh"}))
     assert snippet.text == "The heron stood in the marsh."
     assert [snippet.text[s:e] for s, e in snippet.highlights] == ["heron", "marsh"]
+
+
+# Every whitespace character `str.split` knows, alone and in runs, among words.
+_SPACES = [" ", "\t", "\n", "\x0b", "\x0c", "\r", "\x1c", "\x85", "\xa0", "\u2000", "\u3000"]
+_SPACED = st.lists(
+    st.one_of(st.sampled_from(["a", "bc", "Déf", "日本", *_SPACES]), st.characters()), max_size=40
+).map("".join)
+
+
+@settings(max_examples=300)
+@given(_SPACED, st.sets(st.sampled_from(["a", "bc", "def", "日本", "x"]), max_size=3))
+def test_a_snippet_of_given_matches_is_the_snippet_that_finds_them(
+    text: str, words: set[str]
+) -> None:
+    terms = frozenset(words)
+    matches = [(t.start, t.end) for t in tokenize(text) if t.term in terms]
+    assert make_snippet(text, terms, 40, matches=matches) == make_snippet(text, terms, 40)
+    assert term_spans(text, terms) == matches

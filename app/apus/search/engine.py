@@ -54,7 +54,7 @@ from apus.search.ranking import (
 )
 from apus.search.snippet import Snippet, make_snippet
 from apus.vault.annotations import without_annotations
-from apus.vault.text import Token, snippet_tokens, tokenize
+from apus.vault.text import TextTerms
 
 # The vector leg's modules (embedding, FAISS) and the media of `extraPaths` are imported
 # when a search uses them: a one-shot keyword search is a new process that pays for each.
@@ -237,8 +237,9 @@ class _RankingWork:
     tiers: dict[int, PathTier] = field(default_factory=dict)
     records: dict[int, ChunkRecord] = field(default_factory=dict)  # of the chunks shown
     snippets: dict[int, Snippet] = field(default_factory=dict)
-    tokens: dict[int, list[Token]] = field(default_factory=dict)  # of a non-ASCII text
-    term_sets: dict[int, frozenset[str]] = field(default_factory=dict)  # what MMR compares
+    # The terms of a chunk's text by its distinct words (`TextTerms`): MMR's term set and
+    # its snippet's matches, with no `Token` for each word.
+    text_terms: dict[int, TextTerms] = field(default_factory=dict)
     media: dict[str, MediaFacts | None] = field(default_factory=dict)
 
     def snippet_of(self, chunk: ChunkRecord) -> Snippet:
@@ -247,26 +248,22 @@ class _RankingWork:
             terms = frozenset(self.query.terms)
             text = chunk.text
             shown = without_annotations(text)
-            # Without annotations the snippet's text is the chunk's: MMR's tokens serve it.
-            tokens = self.tokens.get(chunk.id) if shown is text else None
-            snippet = make_snippet(shown, terms, tokens=tokens)
+            # Without annotations the snippet's text is the chunk's: MMR's analysis serves it.
+            matches = self._text_terms_of(chunk).spans(terms) if shown is text else None
+            snippet = make_snippet(shown, terms, matches=matches)
             self.snippets[chunk.id] = snippet
         return snippet
 
     def term_set_of(self, chunk: ChunkRecord) -> frozenset[str]:
-        """The folded terms of a chunk's text (`snippet_tokens`), found once a search: an
-        ASCII text's without a token for each word, any other's from its tokens, kept for
-        its snippet."""
-        terms = self.term_sets.get(chunk.id)
-        if terms is None:
-            text = chunk.text
-            if text.isascii():
-                terms = snippet_tokens(text)
-            else:
-                tokens = self.tokens[chunk.id] = list(tokenize(text))
-                terms = frozenset(token.term for token in tokens)
-            self.term_sets[chunk.id] = terms
-        return terms
+        """The folded terms of a chunk's text (`snippet_tokens`), found once a search and
+        kept for its snippet."""
+        return self._text_terms_of(chunk).terms
+
+    def _text_terms_of(self, chunk: ChunkRecord) -> TextTerms:
+        found = self.text_terms.get(chunk.id)
+        if found is None:
+            found = self.text_terms[chunk.id] = TextTerms(chunk.text)
+        return found
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apus.vault.text import Token, term_spans
+from apus.vault.text import term_spans
 
 SNIPPET_CHARS = 240
 # `\s` is `str.isspace` for str patterns: the runs a result line shows as one space.
@@ -26,18 +26,16 @@ def make_snippet(
     query_terms: frozenset[str],
     width: int = SNIPPET_CHARS,
     *,
-    tokens: Sequence[Token] | None = None,
+    matches: Sequence[tuple[int, int]] | None = None,
 ) -> Snippet:
     """The window of `width` chars holding the most matched terms (the start when none).
 
-    `tokens`: `chunk_text` already tokenised (a search shares one tokenisation of a chunk
-    between its snippet and MMR); without them only the matches are looked for
-    (`term_spans`), not every word."""
+    `matches`: the spans of `chunk_text`'s tokens whose term is one of `query_terms`, in
+    order, when already found (`term_spans`: a search finds them from the analysis of the
+    chunk that MMR made, `TextTerms`)."""
     if not query_terms:
-        matches: list[tuple[int, int]] = []
-    elif tokens is not None:
-        matches = [(t.start, t.end) for t in tokens if t.term in query_terms]
-    else:
+        matches = []
+    elif matches is None:
         matches = term_spans(chunk_text, query_terms)
     if matches:
         best_start, best_count = matches[0][0], 0

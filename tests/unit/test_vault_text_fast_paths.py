@@ -104,6 +104,7 @@ _BMP = st.one_of(
 @settings(max_examples=500)
 @given(st.text(_BMP, max_size=200))
 def test_terms_of_text_within_the_bmp_are_those_of_the_full_patterns(text: str) -> None:
+    assert list(tokenize(text)) == list(_tokenize_unicode(text))
     assert keyword_terms(text) == [keyword_term(token.term) for token in _tokenize_unicode(text)]
     assert snippet_tokens(text) == frozenset(token.term for token in _tokenize_unicode(text))
 

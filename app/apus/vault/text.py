@@ -159,8 +159,8 @@ class Token(NamedTuple):
     end: int
 
 
-def _cjk_tokens(text: str, start: int, end: int) -> Iterator[Token]:
-    units = [m.span() for m in _cjk_unit_re().finditer(text, start, end)]
+def _cjk_tokens(text: str, start: int, end: int, unit_re: re.Pattern[str]) -> Iterator[Token]:
+    units = [m.span() for m in unit_re.finditer(text, start, end)]
     if len(units) == 1:
         yield Token(_fold_unit(text[start:end]), start, end)
         return
@@ -180,15 +180,25 @@ def tokenize(text: str) -> Iterator[Token]:
         # without building the Unicode patterns.
         for match in _ASCII_WORD_RE.finditer(text):
             yield Token(match.group().lower(), *match.span())
+    elif _ASTRAL_RE.search(text) is None:
+        # The patterns cut to U+FFFF, as `_unicode_terms` uses them: 20 µs against 27 µs
+        # for a translated tldr page with marks (Lao, Devanagari; 190 characters).
+        bmp = _bmp_patterns()
+        yield from _tokenize_unicode(text, bmp.token, bmp.cjk_unit)
     else:
         yield from _tokenize_unicode(text)
 
 
-def _tokenize_unicode(text: str) -> Iterator[Token]:
-    for match in _token_re().finditer(text):
+def _tokenize_unicode(
+    text: str, token_re: re.Pattern[str] | None = None, unit_re: re.Pattern[str] | None = None
+) -> Iterator[Token]:
+    """`tokenize`'s tokens of non-ASCII text; by the full patterns unless others are given."""
+    token_re = token_re or _token_re()
+    unit_re = unit_re or _cjk_unit_re()
+    for match in token_re.finditer(text):
         start, end = match.span()
         if match.lastgroup == "cjk":
-            yield from _cjk_tokens(text, start, end)
+            yield from _cjk_tokens(text, start, end, unit_re)
         else:
             yield Token(_fold_word(match.group()), start, end)
 

@@ -352,7 +352,6 @@ QUERY_STOP_WORDS = frozenset(
 _STEMMABLE_RE = re.compile(r"[a-z]+")
 
 
-@lru_cache(maxsize=1 << 16)
 def keyword_term(term: str) -> str:
     """The term the keyword index stores for a folded term: its English (Porter2) stem.
 
@@ -373,21 +372,24 @@ def keyword_terms(text: str) -> list[str]:
     return _stems(_unicode_terms(text))
 
 
-# Stems of the folded terms met so far (`keyword_term`'s, looked up in a dict: most terms of
-# a text recur); forgotten past this many, so a vault of unique ids cannot grow it unbounded.
+# Stems of the folded terms met so far (looked up in a dict: most terms of a text recur);
+# forgotten past this many, so a vault of unique ids cannot grow it unbounded. A full table
+# is replaced, not cleared: a sync and a search stem at once, each with the table it began.
 _STEMS: dict[str, str] = {}
 _STEMS_MAX = 1 << 18
 
 
 def _stems(terms: list[str]) -> list[str]:
-    missing = set(terms).difference(_STEMS)
+    global _STEMS
+    stems = _STEMS
+    missing = set(terms).difference(stems)
     if missing:
-        if len(_STEMS) + len(missing) > _STEMS_MAX:
-            _STEMS.clear()
+        if len(stems) + len(missing) > _STEMS_MAX:
+            stems = _STEMS = {}
             missing = set(terms)
         for term in missing:
-            _STEMS[term] = keyword_term(term)
-    return list(map(_STEMS.__getitem__, terms))
+            stems[term] = _porter2(term) if _STEMMABLE_RE.fullmatch(term) else term
+    return list(map(stems.__getitem__, terms))
 
 
 def _unicode_terms(text: str) -> list[str]:

@@ -10,6 +10,7 @@ import random
 import threading
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +18,14 @@ from whoosh import index as whoosh_index
 from whoosh.util.numeric import byte_to_length, length_to_byte
 
 from apus.config import Settings
-from apus.index.bm25 import PostingsCache, SegmentCache, collect_statistics, top_scores
+from apus.index import bm25
+from apus.index.bm25 import (
+    PostingsCache,
+    SegmentCache,
+    collect_statistics,
+    segment_id,
+    top_scores,
+)
 from apus.index.keyword import KEYWORD_FORMAT, PARAMS, KeywordIndex, repeated_lines, search_terms
 from apus.index.store import ChunkRecord, Store
 from apus.vault.text import keyword_term, query_terms, tokenize
@@ -387,3 +395,50 @@ def test_decoded_postings_are_kept_within_their_budget_and_never_changed() -> No
     assert held and postings is not None and not postings[0].flags.writeable
     cache.keep_only({"s2"})  # s1 merged away
     assert len(cache) == 1 and cache.get(("s2", "body", "z")) == (True, None)
+
+
+def test_postings_are_decoded_once_per_segment_and_term(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session's postings cache, seen through the decoder it saves calls to: a repeated
+    # search decodes nothing, and after an update only segments not seen before are decoded.
+    vault = tmp_path / "vault"
+    settings = make_settings(vault, env={"APUS_MEMORY__SEARCH__STORE__PATH": str(tmp_path / "ix")})
+    rng = random.Random(5)
+    for number in range(600):  # a first index of two segments (it mirrors its first batch)
+        write_note(vault, f"n/note-{number:04d}.md", _note(rng, number))
+    sync(settings)
+    decoded: list[str] = []
+    decode = bm25._postings
+
+    def counting(leaf: Any, field: str, term: str) -> Any:
+        decoded.append(segment_id(leaf))
+        return decode(leaf, field, term)
+
+    monkeypatch.setattr(bm25, "_postings", counting)
+    keyword = KeywordIndex(settings.index_dir())
+    try:
+        first = keyword.search(query_terms("w000 w150"), 100, generation(settings))
+        seen = set(decoded)
+        assert len(seen) == 2
+        decoded.clear()
+        assert keyword.search(query_terms("w000 w150"), 100, generation(settings)) == first
+        assert decoded == []
+
+        write_note(vault, "n/new.md", "# w150\n\nw150 w000 and w150 again\n")
+        sync(settings)
+        with whoosh_index.open_dir(str(_keyword_dir(settings))).reader() as reader:
+            now = {segment_id(leaf) for leaf, _ in reader.leaf_readers()}
+        after = keyword.search(query_terms("w000 w150"), 100, generation(settings))
+    finally:
+        keyword.close()
+    assert seen & now, "the update kept no earlier segment: nothing to reuse"
+    assert decoded and not set(decoded) & seen
+    store = Store(settings.index_dir(), readonly=True)
+    try:
+        record = store.file_by_path("n/new.md")
+        assert record is not None
+        new_chunks = {chunk.id for chunk in store.iter_chunks([record.id])}
+    finally:
+        store.close()
+    assert new_chunks & {chunk_id for chunk_id, _ in after}

@@ -144,7 +144,7 @@ class SegmentCache:
         return self._get(reader, "len:" + field, lambda: _read_lengths(reader, field))
 
     def numbers(self, reader: Any, field: str) -> np.ndarray:
-        return self._get(reader, "column:" + field, lambda: _read_numbers(reader, field))
+        return self._get(reader, "column:" + field, lambda: read_numbers(reader, field))
 
     def _get(self, reader: Any, what: str, read: Any) -> np.ndarray:
         key = (segment_id(reader), what)
@@ -488,7 +488,7 @@ def _read_lengths(reader: Any, field: str) -> np.ndarray:
         )
 
 
-def _read_numbers(reader: Any, field: str) -> np.ndarray:
+def read_numbers(reader: Any, field: str) -> np.ndarray:
     """A numeric column's values for every document of one segment."""
     count = reader.doc_count_all()
     column = reader.column_reader(field, translate=False)

@@ -30,6 +30,7 @@ from apus.index.bm25 import (
     SegmentCache,
     Statistics,
     collect_statistics,
+    read_numbers,
     segment_id,
     top_scores,
 )
@@ -556,10 +557,9 @@ def _delete_notes(writer: IndexWriter, file_ids: Iterable[int]) -> None:
         return
     reader = writer.reader()
     try:
-        columns = SegmentCache()
         for leaf, offset in reader.leaf_readers():
             _read_first_postings(leaf)
-            notes = columns.numbers(leaf, PARAMS.note_field)
+            notes = read_numbers(leaf, PARAMS.note_field)
             for docnum in np.flatnonzero(np.isin(notes, wanted)):
                 writer.delete_document(offset + int(docnum))
     finally:

@@ -87,7 +87,6 @@ class SegmentBuilder(SegmentWriter):
         # Whoosh's pool (`limitmb`) is never filled: postings go to the arrays.
         super().__init__(ix, compound=compound)  # type: ignore[no-untyped-call]
         self._fields: dict[str, _FieldPostings] = {}
-        self._documents = 0
 
     def add_terms(self, terms: Mapping[str, Sequence[str]], columns: Mapping[str, int]) -> None:
         """Add a document: each indexed field's terms in order, and numeric column values."""
@@ -113,7 +112,6 @@ class SegmentBuilder(SegmentWriter):
         writer.finish_doc()
         self._added = True
         self.docnum += 1
-        self._documents += 1
 
     def finish(self) -> None:
         """Write the segment and add it to the index's segments, merging none of them."""
@@ -136,7 +134,7 @@ class SegmentBuilder(SegmentWriter):
             if type(fmt) is not TermCounts or fmt.field_boost != 1.0:
                 raise ValueError(f"field {name!r} does not hold plain term counts")
             postings = self._fields[name] = _FieldPostings()
-            for _ in range(self._documents):
+            for _ in range(self.docnum - self.docbase):  # the documents added before
                 postings.skip()
         return postings
 

@@ -17,7 +17,7 @@ import datetime as dt
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -351,17 +351,20 @@ class _BatchWriter:
             return
         ids, self._unmirrored = self._unmirrored, []
         self._mirror_at *= _MIRROR_GROWTH
-        try:
-            self.keyword.grow(
-                add_chunks=self.store.iter_chunks(ids), generation=self.store.generation()
-            )
-        except Exception:  # damage that opening did not show (Whoosh raises many types)
-            self.plan.rebuild_keyword = True
-            self.plan.grow_keyword = False
+        chunks, generation = self.store.iter_chunks(ids), self.store.generation()
+        self._keyword_write(lambda: self.keyword.grow(add_chunks=chunks, generation=generation))
 
     def mirror(self, remove: list[int], add: Iterable[ChunkRecord], generation: int) -> None:
+        self._keyword_write(
+            lambda: self.keyword.apply(
+                remove_file_ids=remove, add_chunks=add, generation=generation
+            )
+        )
+
+    def _keyword_write(self, write: Callable[[], None]) -> None:
+        """A keyword index write; one that fails turns the sync into a keyword rebuild."""
         try:
-            self.keyword.apply(remove_file_ids=remove, add_chunks=add, generation=generation)
+            write()
         except Exception:  # damage that opening did not show (Whoosh raises many types)
             self.plan.rebuild_keyword = True
             self.plan.grow_keyword = False

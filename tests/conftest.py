@@ -8,10 +8,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from apus.embed import base as embed_base
 from support.ports import refusing_port
 from support.tiny_gguf import write_tiny_gguf
+
+# Hypothesis fails an example that takes over 200 ms by default: a wall-clock limit, which a
+# loaded machine can meet with any example. Property tests check results, never speed.
+settings.register_profile("apus", deadline=None)
+settings.load_profile("apus")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_VAULT = REPO_ROOT / "assets" / "sample-vault"

@@ -8,14 +8,7 @@ import re
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from apus.search.snippet import (
-    Snippet,
-    _collapse_whitespace,
-    _collapsed_offset,
-    _merge,
-    _word_boundary,
-    make_snippet,
-)
+from apus.search.snippet import Snippet, _collapse_whitespace, make_snippet
 from apus.vault.text import term_spans, tokenize
 
 # Words, single spaces and longer runs of every kind of whitespace, so that runs of one
@@ -60,11 +53,11 @@ def test_a_snippet_marks_the_query_words_across_collapsed_runs() -> None:
 def _collapse_by_pattern(
     text: str, spans: tuple[tuple[int, int], ...]
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """`_collapse_whitespace` as it was defined: each `\\s+` replaced by one space, then
-    stripped, offsets moved by the runs and the stripped lead."""
+    """`_collapse_whitespace` as it was defined (its helpers as they were, below): each
+    `\\s+` replaced by one space, then stripped, offsets moved by the runs and the lead."""
+    runs = [match.span() for match in re.finditer(r"\s+", text)]
     collapsed = re.sub(r"\s+", " ", text)
-    runs = [match.span() for match in re.finditer(r"\s\s+", text)] if spans else []
-    moved = tuple((_collapsed_offset(runs, s), _collapsed_offset(runs, e)) for s, e in spans)
+    moved = tuple((_offset_as_it_was(runs, s), _offset_as_it_was(runs, e)) for s, e in spans)
     stripped = collapsed.lstrip()
     offset = len(collapsed) - len(stripped)
     stripped = stripped.rstrip()
@@ -72,6 +65,33 @@ def _collapse_by_pattern(
         (max(0, s - offset), min(len(stripped), e - offset)) for s, e in moved if e - offset > 0
     )
     return stripped, moved
+
+
+def _offset_as_it_was(runs: list[tuple[int, int]], index: int) -> int:
+    removed = 0
+    for start, end in runs:
+        if index <= start:
+            break
+        if index < end:
+            return index - removed - (index - start - 1)
+        removed += end - start - 1
+    return index - removed
+
+
+def _word_boundary_as_it_was(text: str, index: int) -> int:
+    while 0 < index < len(text) and text[index - 1].isalnum() and text[index].isalnum():
+        index -= 1
+    return index
+
+
+def _merge_as_it_was(spans: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 # Every whitespace character `str.split` knows, alone and in runs, among words.
@@ -115,14 +135,15 @@ def _snippet_as_it_was(text: str, terms: frozenset[str], width: int) -> Snippet:
             if right - left > best_count:
                 best_start, best_count = token_start, right - left
         start = max(0, best_start - width // 6)
-    start = _word_boundary(text, start)
+    start = _word_boundary_as_it_was(text, start)
     end = min(len(text), start + width)
     spans = tuple((s - start, e - start) for s, e in matches if s >= start and e <= end)
     lead = "…" if start > 0 else ""
     tail = "…" if end < len(text) else ""
     collapsed, spans = _collapse_by_pattern(text[start:end], spans)
     shift = len(lead)
-    return Snippet(lead + collapsed + tail, tuple((s + shift, e + shift) for s, e in _merge(spans)))
+    merged = _merge_as_it_was(spans)
+    return Snippet(lead + collapsed + tail, tuple((s + shift, e + shift) for s, e in merged))
 
 
 # Words that repeat and overlap (CJK bigrams), among runs of whitespace.

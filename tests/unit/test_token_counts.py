@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from apus.vault.chunk import _body_lines, chunk_note
 from apus.vault.markdown import parse_note, split_lines
-from apus.vault.text import _CJK, count_tenths, count_tokens, tokens_of
+from apus.vault.text import _CJK, count_tenths, count_tokens
 
 # The definition of a count (and how it was computed before): words, punctuation runs, CJK
 # characters and long words, each found by its pattern on the NFC text, CJK blanked out.
@@ -65,7 +65,6 @@ def test_every_code_point_is_counted_as_the_patterns_count_it() -> None:
 def test_tenths_add_up_exactly_over_lines(head: str, tail: str) -> None:
     joined = f"{head}\n{tail}"
     assert count_tenths(joined) == count_tenths(head) + count_tenths(tail)
-    assert count_tokens(joined) == tokens_of(count_tenths(head) + count_tenths(tail))
 
 
 _LINE = st.one_of(
@@ -83,7 +82,7 @@ _LINE = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.lists(_LINE, max_size=60),
     st.sampled_from(["\n", "\r\n", "\r"]),

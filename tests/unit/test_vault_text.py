@@ -8,11 +8,11 @@ import pytest
 
 from apus.vault.text import (
     _COUNT_WINDOW,
+    TextTerms,
     Token,
     _tenths,
     count_tokens,
     fold,
-    snippet_tokens,
     tokenize,
 )
 
@@ -206,13 +206,13 @@ def test_count_tokens_grows_with_a_huge_word() -> None:
     assert count_tokens("A" * 1200) >= 100
 
 
-# --- snippet_tokens -------------------------------------------------------------------------
+# --- TextTerms.terms -------------------------------------------------------------------------
 
 
-def test_snippet_tokens_are_folded_terms() -> None:
-    assert snippet_tokens("Café cafe\u0301 CAFE bar") == frozenset({"cafe", "bar"})
-    assert snippet_tokens("東京都") == frozenset({"東京", "京都"})
-    assert snippet_tokens("") == frozenset()
+def test_text_terms_are_folded_terms() -> None:
+    assert TextTerms("Café cafe\u0301 CAFE bar").terms == frozenset({"cafe", "bar"})
+    assert TextTerms("東京都").terms == frozenset({"東京", "京都"})
+    assert TextTerms("").terms == frozenset()
 
 
 def test_query_terms_drop_function_words_but_never_everything() -> None:

@@ -12,6 +12,7 @@ from apus.vault import marks_table
 from apus.vault.text import (
     _CJK,
     _HANGUL_CONT,
+    TextTerms,
     _fold_unicode,
     _mark_classes,
     _scan_marks,
@@ -20,7 +21,6 @@ from apus.vault.text import (
     fold,
     keyword_term,
     keyword_terms,
-    snippet_tokens,
     term_spans,
     tokenize,
 )
@@ -72,8 +72,8 @@ def test_the_stored_mark_classes_are_the_scanned_ones() -> None:
 
 @settings(max_examples=500)
 @given(_TEXTS)
-def test_snippet_tokens_are_the_terms_of_tokenize(text: str) -> None:
-    assert snippet_tokens(text) == frozenset(token.term for token in tokenize(text))
+def test_text_terms_are_the_terms_of_tokenize(text: str) -> None:
+    assert TextTerms(text).terms == frozenset(token.term for token in tokenize(text))
 
 
 _QUERY_WORDS = st.lists(
@@ -106,7 +106,7 @@ _BMP = st.one_of(
 def test_terms_of_text_within_the_bmp_are_those_of_the_full_patterns(text: str) -> None:
     assert list(tokenize(text)) == list(_tokenize_unicode(text))
     assert keyword_terms(text) == [keyword_term(token.term) for token in _tokenize_unicode(text)]
-    assert snippet_tokens(text) == frozenset(token.term for token in _tokenize_unicode(text))
+    assert TextTerms(text).terms == frozenset(token.term for token in _tokenize_unicode(text))
 
 
 def test_classes_cut_to_the_bmp_hold_exactly_their_code_points_there() -> None:

@@ -255,7 +255,7 @@ class _RankingWork:
         return snippet
 
     def term_set_of(self, chunk: ChunkRecord) -> frozenset[str]:
-        """The folded terms of a chunk's text (`snippet_tokens`), found once a search and
+        """The folded terms of a chunk's text (`TextTerms.terms`), found once a search and
         kept for its snippet."""
         return self._text_terms_of(chunk).terms
 

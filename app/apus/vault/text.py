@@ -312,12 +312,6 @@ def _tenths(text: str) -> int:
     return tenths
 
 
-def snippet_tokens(text: str) -> frozenset[str]:
-    """The set of folded terms of `text` (`tokenize`'s), for Jaccard similarity between
-    snippets; without making a `Token` for every word."""
-    return TextTerms(text).terms
-
-
 @lru_cache(maxsize=256)
 def _ascii_terms_re(terms: frozenset[str]) -> re.Pattern[str] | None:
     """Whole ASCII words equal to one of `terms`, in lowered ASCII text (None: no term could

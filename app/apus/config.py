@@ -27,10 +27,6 @@ from apus.notes_folder import VaultMissingError, check_vault
 # A built-in provider name (see apus.embedding_services) or the id of a [models.providers] entry.
 ProviderName = str
 ENV_PREFIX = "APUS_"
-# Apus's own settings use no pydantic; the agent server's answers do, and pydantic looks for
-# plugins in the metadata of every installed package when its first model is made unless
-# told there are none. A value the user set is kept.
-os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
 @dataclass(frozen=True)

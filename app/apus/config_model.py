@@ -124,16 +124,6 @@ class Section:
         """A copy with some values replaced (and checked)."""
         return dataclasses.replace(self, **(update or {}))  # type: ignore[type-var]
 
-    def as_keys(self) -> dict[str, Any]:
-        """Every setting under its config.toml key, sections as nested dicts."""
-        found: dict[str, Any] = {}
-        for spec in fields_of(type(self)):
-            if spec.exclude:
-                continue
-            value = getattr(self, spec.name)
-            found[spec.key] = value.as_keys() if isinstance(value, Section) else value
-        return found
-
 
 _FIELDS: dict[type, tuple[SectionField, ...]] = {}
 

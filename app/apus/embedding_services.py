@@ -137,3 +137,9 @@ OWN_PROVIDERS: tuple[str, ...] = ("auto", "local", "none")
 BUILTIN_PROVIDERS: tuple[str, ...] = (*OWN_PROVIDERS, *SELF_HOSTED_PROVIDERS, *HOSTED_PROVIDERS)
 # What a [models.providers.<id>] entry may speak.
 ENTRY_APIS: tuple[str, ...] = (*HOSTED_PROVIDERS, *SELF_HOSTED_PROVIDERS)
+
+
+def is_remote(provider: str) -> bool:
+    """A provider Apus does not run (hosted, self-hosted, or a [models.providers] entry):
+    when it fails, search says so instead of degrading."""
+    return provider not in OWN_PROVIDERS

@@ -22,7 +22,7 @@ from apus.embed.local.filehash import cached_sha256
 from apus.embed.local.gguf_info import GGUFFormatError, cached_gguf_info
 from apus.embed.prefixes import PrefixScheme, detect_family, scheme_for_family
 from apus.embed.remote import RemoteEmbedder, UnavailableEmbedder
-from apus.embedding_services import OWN_PROVIDERS
+from apus.embedding_services import is_remote
 from apus.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -44,12 +44,6 @@ __all__ = [
 # the catalogue models use (notes are chunked to ~400 tokens). local.contextSize overrides it.
 MAX_UNKNOWN_CONTEXT = 2048
 _PULL_FIX = "apus models pull"
-
-
-def is_remote(provider: str) -> bool:
-    """A provider Apus does not run (hosted, self-hosted, or a [models.providers] entry):
-    when it fails, search says so instead of degrading."""
-    return provider not in OWN_PROVIDERS
 
 
 @dataclass

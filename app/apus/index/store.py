@@ -730,10 +730,6 @@ class Store:
         query = self._CHUNK_SELECT + " WHERE c.id IN ({marks})"
         return {row[0]: ChunkRecord(*row) for row in self._rows_in(query, chunk_ids)}
 
-    def chunk_texts(self, chunk_ids: Sequence[int]) -> dict[int, str]:
-        query = "SELECT id, text FROM chunks WHERE id IN ({marks})"
-        return {row[0]: row[1] for row in self._rows_in(query, chunk_ids)}
-
     def iter_chunks(self, file_ids: Sequence[int] | None = None) -> Iterator[ChunkRecord]:
         rows: Iterable[tuple[Any, ...]]
         if file_ids is None:

@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from apus.config import Settings, SettingsSource
-from apus.embedding_services import OWN_PROVIDERS
+from apus.embedding_services import is_remote
 from apus.errors import IndexBusyError
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.store import Store
@@ -126,8 +126,7 @@ class Memory:
         """Whether search must fail rather than answer by keyword alone when embeddings
         cannot run: an explicitly configured remote provider, or `fallback = "none"`."""
         search = self.settings.search
-        # `embed.providers.is_remote`, without importing the providers for a keyword search.
-        return search.provider not in OWN_PROVIDERS or search.fallback == "none"
+        return is_remote(search.provider) or search.fallback == "none"
 
     def reload(self) -> bool:
         """Re-read the settings; a change of the search settings re-resolves the provider.
@@ -454,9 +453,9 @@ class Memory:
 
     def _close_search_side(self) -> None:
         if self._searcher is not None:
-            self._searcher.close()  # closes the vector leg when it took it
+            self._searcher.close()
             self._searcher = None
-        if self._leg is not None:  # made for status alone, maybe (closing twice is harmless)
+        if self._leg is not None:  # the searcher's, or made for status alone
             self._leg.close()
         self._leg = None
         if self._provider is not None and self._provider.embedder is not None:

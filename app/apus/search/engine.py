@@ -306,11 +306,13 @@ class Searcher:
         strict: bool = False,
         today: Callable[[], dt.date] = dt.date.today,
     ) -> None:
-        """`vector_leg`, or `vector_leg_source` to make it when a search first needs it (a
-        keyword search never does)."""
+        """`vector_leg` (closed with the searcher), or `vector_leg_source` to make it when a
+        search first needs it (a keyword search never does); the source's owner closes what
+        it makes."""
         self.settings = settings
         self.index_dir = settings.index_dir()
         self._leg = vector_leg
+        self._owns_leg = vector_leg is not None
         self._leg_source = vector_leg_source
         self._leg_lock = threading.Lock()
         self.strict = strict
@@ -341,7 +343,7 @@ class Searcher:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         self._keyword.close()
-        if self._leg is not None:  # one never made is not made to be closed
+        if self._leg is not None and self._owns_leg:
             self._leg.close()
         with self._store_lock:
             if self._store is not None:

@@ -76,10 +76,6 @@ class _LineTokens:
             count = self._tenths[index] = count_tenths(self._lines[index])
         return count
 
-    def known(self, index: int, tenths: int) -> None:
-        """The cost of a line measured as a block of its own (not counted twice)."""
-        self._tenths[index] = tenths
-
 
 def _blocks(lines: list[str]) -> tuple[list[_Block], list[tuple[str, ...]]]:
     """The blocks of the body, and the heading path in effect at each line."""

@@ -34,6 +34,8 @@ from whoosh.codec.whoosh3 import LENGTHS_COLUMN
 from whoosh.reading import TermNotFound
 from whoosh.util.numeric import byte_to_length
 
+from apus.index.sorted_ids import sorted_unique
+
 # Whoosh stores each field length in one byte; this is its decoding table.
 _BYTE_TO_LENGTH = np.array([byte_to_length(b) for b in range(256)], dtype=np.float64)
 _NO_NOTE = -1
@@ -500,15 +502,3 @@ def read_numbers(reader: Any, field: str) -> np.ndarray:
         return values
     except AttributeError:  # another column type: ask for each document
         return np.fromiter((int(value) for value in column), dtype=np.int64, count=count)
-
-
-def sorted_unique(ids: np.ndarray) -> np.ndarray:
-    """`np.unique(ids)` without its masked-array check, whose first use imports `numpy.ma`:
-    about 30 ms of every one-shot search."""
-    ordered = np.sort(ids, kind="stable")
-    if len(ordered) < 2:
-        return ordered
-    keep = np.empty(len(ordered), dtype=bool)
-    keep[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]

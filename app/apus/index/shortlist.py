@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from apus.index.sorted_ids import positions_in
+
 if TYPE_CHECKING:
     import faiss
 
@@ -154,8 +156,8 @@ def _position_table(ids: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     ordered = ids[order]
 
     def by_search(wanted: np.ndarray) -> np.ndarray:
-        at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
-        found: np.ndarray = order[at[ordered[at] == wanted]]
+        at = positions_in(ordered, wanted)
+        found: np.ndarray = order[at[at >= 0]]
         return found
 
     return by_search

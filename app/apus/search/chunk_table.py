@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from apus.index.sorted_ids import holds, positions_in
 from apus.index.store import ChunkFacts, Store
 from apus.search.options import ResolvedOptions
-from apus.search.path_words import holds
 from apus.search.ranking import (
     importance_factor,
     recency_factor,
@@ -129,8 +129,8 @@ class ChunkTable:
         """Each chunk's file id; -1 for a chunk the table does not hold."""
         if not len(self._ids):
             return np.full(len(ids), -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self._ids, ids), len(self._ids) - 1)
-        files: np.ndarray = np.where(self._ids[at] == ids, self._files[at], -1)
+        at = positions_in(self._ids, ids)
+        files: np.ndarray = np.where(at >= 0, self._files[at], -1)
         return files
 
 

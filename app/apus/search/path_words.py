@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from apus.index.bm25 import sorted_unique
+from apus.index.sorted_ids import holds, sorted_unique
 from apus.search.ranking import PathTier, QueryPath, normalise_path, path_words
 from apus.vault.text import tokenize
 
@@ -118,15 +118,6 @@ def _changed(
 
 def _sorted(ids: list[int]) -> np.ndarray:
     return sorted_unique(np.asarray(ids, dtype=np.int64))
-
-
-def holds(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per entry of `values`: is it in `sorted_ids` (ascending)?"""
-    if not len(sorted_ids):
-        return np.zeros(len(values), dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)
-    found: np.ndarray = sorted_ids[at] == values
-    return found
 
 
 def path_tiers(

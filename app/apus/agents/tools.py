@@ -52,7 +52,6 @@ from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
 from apus.search.query import ParsedQuery
 from apus.search.ranking import readable_score
 from apus.search.time_words import ACCEPTED, TimeWordsError, bound
-from apus.search.weak import weak_chunks
 from apus.vault.transcripts import session_key_of
 
 # The most passages one answer holds (maxResults above it is clamped, and said so).
@@ -161,7 +160,7 @@ class AgentTools:
         except ApusError as exc:
             raise _tool_error(exc) from exc
         hits = limit_per_note(response.hits, perNote)[:limit]
-        weak = weak_chunks(hits, self.memory.provider.embedder)
+        weak = self.memory.weak(hits)
         answer = self._answer(replace(response, hits=hits), weak)
         answer.timeWindow = None if window is None else window.answer()
         answer.notices = notices or None

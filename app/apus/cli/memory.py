@@ -327,7 +327,6 @@ def search(
     from apus.cli.search_context import SearchContext
     from apus.index.note_filter import CORPUS_SOURCES, Asker, SessionScope
     from apus.search.options import SearchOptions
-    from apus.search.weak import found_by_meaning_alone, weak_chunks
 
     words = _parsed(" ".join(query), dated=time_words and since is None and until is None)
     window = words.window
@@ -353,12 +352,7 @@ def search(
             from apus.search.per_note import limit_per_note
 
             response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
-        # The provider is resolved only for hits found by meaning alone (never by keyword).
-        weak = (
-            weak_chunks(response.hits, memory.provider.embedder)
-            if found_by_meaning_alone(response.hits)
-            else frozenset()
-        )
+        weak = memory.weak(response.hits)
     context = SearchContext(window, widened, reading, response.coverage)
     _show(response, context, explain=explain, as_json=as_json, weak=weak)
 

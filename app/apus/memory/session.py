@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +27,7 @@ from apus.memory.transcript_reader import (
     search_transcripts,
     transcript_history,
 )
-from apus.search.engine import Searcher, SearchResponse
+from apus.search.engine import Searcher, SearchHit, SearchResponse
 from apus.search.options import SearchOptions
 from apus.search.query import ParsedQuery
 
@@ -194,6 +194,16 @@ class Memory:
             return response, False
         filters = replace(options.filters, since=None, until=None)
         return self.search(words, replace(options, filters=filters)), True
+
+    def weak(self, hits: Sequence[SearchHit]) -> frozenset[int]:
+        """The chunk ids of the weak hits among `hits` (found by meaning alone, below the
+        model's threshold); the provider is resolved only when such a hit is there, so a
+        keyword answer never checks a model file."""
+        from apus.search.weak import found_by_meaning_alone, weak_chunks
+
+        if not found_by_meaning_alone(hits):
+            return frozenset()
+        return weak_chunks(hits, self.provider.embedder)
 
     def search_stages(
         self, query: str | ParsedQuery, options: SearchOptions | None = None

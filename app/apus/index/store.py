@@ -705,7 +705,7 @@ class Store:
 
     _FACTS_SELECT = (
         "SELECT c.id, c.file_id, f.path, f.note_date, f.importance, "
-        "CASE WHEN instr(c.text, '<!--') > 0 THEN c.text END "
+        "CASE WHEN c.text LIKE '%<!--%' THEN c.text END "
         "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})"
     )
 

@@ -48,6 +48,10 @@ def isolated_dirs(
     for name in list(os.environ):
         if name.startswith("APUS_") or name.startswith("HF_"):
             monkeypatch.delenv(name, raising=False)
+    # The agent clients' own folders, whose transcripts are read by default: never the
+    # developer's (a test that wants some writes them here).
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
+    monkeypatch.setenv("CODEX_HOME", str(home / "codex"))
     # No test downloads from the real hub by accident: a download goes to the test's fake
     # hub (it sets HF_ENDPOINT) or is refused at once; huggingface_hub itself stays offline.
     monkeypatch.setenv("HF_ENDPOINT", refusing_hub)

@@ -161,11 +161,20 @@ class ExperimentalSettings(Section):
     session_memory: bool = False
 
 
+TranscriptClient = Literal["claude-code", "codex"]
+
+
 @dataclass(frozen=True)
 class SessionsSettings(Section):
     # Transcript roots, laid out as <root>/<agentId>/sessions/<sessionId>.jsonl; relative
     # paths are taken from the vault.
     paths: tuple[str, ...] = ()
+    # Agent clients whose own transcript folders are read as well, each only when its folder
+    # exists (apus.vault.transcript_sources says where).
+    clients: tuple[TranscriptClient, ...] = ("claude-code", "codex")
+    # Tool calls and their results are mostly file contents and command output, which would
+    # crowd the conversation out of memory search: indexed only when asked. Thinking never is.
+    tool_calls: bool = False
     # A longer line (a huge tool output) is skipped and counted; conversation text is
     # rarely more than a few kilobytes a message.
     max_line_bytes: int = field(default=1024 * 1024, metadata=rules(ge=1024))

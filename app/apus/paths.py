@@ -43,6 +43,19 @@ def log_dir() -> Path:
     return platformdirs.user_log_path(APP_NAME)
 
 
+def claude_code_dir() -> Path:
+    """Claude Code's own folder (its transcripts are under `projects/`): CLAUDE_CONFIG_DIR,
+    else ~/.claude."""
+    override = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(override).expanduser() if override else Path.home() / ".claude"
+
+
+def codex_home() -> Path:
+    """Codex's own folder (its transcripts are under `sessions/`): CODEX_HOME, else ~/.codex."""
+    override = os.environ.get("CODEX_HOME")
+    return Path(override).expanduser() if override else Path.home() / ".codex"
+
+
 def models_dir() -> Path:
     """Where downloaded model files live (large, re-downloadable: a cache)."""
     return cache_dir() / "models"

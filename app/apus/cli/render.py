@@ -137,6 +137,10 @@ def _print_sessions(console: Console, report: IndexStatus) -> None:
     state = "" if sessions.enabled else " (off: the next sync removes them)"
     line = f"{summary.files} transcripts, {summary.messages} messages{state}"
     console.print(_line(("Sessions  ", "bold"), " ", line))
+    for source in sessions.sources:
+        where = ", ".join(source.roots) or "no longer configured"
+        missing = "" if source.present or not source.roots else " (not there)"
+        console.print(_line(f"  {source.client}: {source.sessions} sessions from {where}{missing}"))
     for item in summary.skipped:
         counts = item.lines
         console.print(

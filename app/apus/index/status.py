@@ -89,12 +89,23 @@ class EmbeddingsState:
 
 
 @dataclass(frozen=True)
+class TranscriptSourceStatus:
+    """One source of transcripts: whose they are, its folders, and its indexed sessions."""
+
+    client: str  # "claude-code", "codex", or "paths" (memory.search.sessions.paths)
+    roots: tuple[str, ...]
+    present: bool  # whether any of its folders exists
+    sessions: int
+
+
+@dataclass(frozen=True)
 class SessionsStatus:
-    """Indexed agent transcripts: how many, and the lines skipped in each (malformed JSON,
-    unknown event types, lines over memory.search.sessions.maxLineBytes)."""
+    """Indexed agent transcripts: how many, from which sources, and the lines skipped in each
+    (malformed JSON, unknown event types, lines over memory.search.sessions.maxLineBytes)."""
 
     enabled: bool
     summary: TranscriptSummary = field(default_factory=lambda: TranscriptSummary(0, 0, 0, ()))
+    sources: tuple[TranscriptSourceStatus, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         summary = self.summary
@@ -103,6 +114,15 @@ class SessionsStatus:
             "files": summary.files,
             "messages": summary.messages,
             "chunks": summary.chunks,
+            "sources": [
+                {
+                    "client": source.client,
+                    "roots": list(source.roots),
+                    "present": source.present,
+                    "sessions": source.sessions,
+                }
+                for source in self.sources
+            ],
             "skipped": sum(item.lines.total for item in summary.skipped),
             "skipped_by_file": [
                 {
@@ -210,7 +230,9 @@ def collect_status(
             # `files` and `chunks` are the notes'; transcripts are counted apart.
             summary = TranscriptStore(store).summary()
             files, chunks = files - summary.files, chunks - summary.chunks
-            base["sessions"] = SessionsStatus(base["sessions"].enabled, summary)
+            enabled = base["sessions"].enabled
+            found = _transcript_sources(settings, summary) if enabled or summary.files else ()
+            base["sessions"] = SessionsStatus(enabled, summary, found)
         skipped = tuple(SkippedFile(p, r) for p, r in store.skipped())
         problems = tuple(load_problems(store).values())
         replaced = tuple(store.files_with_replaced_utf8())
@@ -245,6 +267,33 @@ def collect_status(
         store_set_aside=set_aside,
         problems=problems,
         **base,
+    )
+
+
+def _transcript_sources(
+    settings: Settings, summary: TranscriptSummary
+) -> tuple[TranscriptSourceStatus, ...]:
+    """Each configured source with its indexed sessions, and any source whose sessions are
+    still indexed after it was taken out of the settings."""
+    from apus.vault.transcript_sources import client_of_agent, sources
+
+    counts: dict[str, int] = {}
+    for agent, sessions in summary.agents:
+        client = client_of_agent(agent)
+        counts[client] = counts.get(client, 0) + sessions
+    roots: dict[str, list[Path]] = {}
+    for source in sources(settings):
+        roots.setdefault(source.client, []).append(source.root)
+    for client in counts:
+        roots.setdefault(client, [])
+    return tuple(
+        TranscriptSourceStatus(
+            client,
+            tuple(str(root) for root in folders),
+            any(root.is_dir() for root in folders),
+            counts.get(client, 0),
+        )
+        for client, folders in roots.items()
     )
 
 

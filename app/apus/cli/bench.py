@@ -77,13 +77,21 @@ def bench_index(corpus: Path, rounds: int) -> None:
     "--append-many", default=200, show_default=True, help="Transcripts grown by one sync."
 )
 @click.option(
+    "--client",
+    type=click.Choice(["paths", "claude-code", "codex"]),
+    default="paths",
+    show_default=True,
+    help="Write the transcripts as this source keeps them (memory.search.sessions.paths, or "
+    "that client's own folder).",
+)
+@click.option(
     "--scratch",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the generated transcripts and index here (default: a temporary folder).",
 )
 @guarded
 def bench_sessions(
-    count: int, messages: int, queries: int, append_many: int, scratch: Path | None
+    count: int, messages: int, queries: int, append_many: int, client: str, scratch: Path | None
 ) -> None:
     """Transcripts: cold index messages/s, append cost, `sessions search` p50/p95 (generated
     transcripts, keyword only)."""
@@ -98,6 +106,7 @@ def bench_sessions(
             messages=messages,
             queries=queries,
             append_many=append_many,
+            client=client,
         )
     for line in summary_lines(result):
         click.echo(line)

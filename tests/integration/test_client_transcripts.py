@@ -32,7 +32,7 @@ from support.client_transcripts import (
 )
 from support.transcripts import append
 
-from .helpers import make_settings, run_apus, sync, write_note
+from .helpers import cli_env, make_settings, run_apus, sync, write_note
 
 # The kiln session's last line with a uuid: an append continues from it.
 KILN_TIP = "f939ffcd-fd56-4300-abc9-513aa60d0ff9"
@@ -229,11 +229,11 @@ def test_visibility_applies_to_the_clients_sessions(
 def test_status_says_where_sessions_come_from(settings: Settings, vault: Path) -> None:
     sync(settings)
     env = sessions_env(COLUMNS="400")  # one source a line, however long its folders
-    printed = run_apus("--vault", vault, "memory", "status", env=_cli(env)).stdout
+    printed = run_apus("--vault", vault, "memory", "status", env=cli_env(**env)).stdout
     assert "claude-code: 8 sessions from " + str(installed("claude/projects")) in printed
     assert "codex: 4 sessions from " + str(installed("codex/sessions")) in printed
     data = json.loads(
-        run_apus("--vault", vault, "memory", "status", "--json", env=_cli(env)).stdout
+        run_apus("--vault", vault, "memory", "status", "--json", env=cli_env(**env)).stdout
     )
     sources = {s["client"]: s for s in data["sessions"]["sources"]}
     assert sources["codex"]["roots"] == [
@@ -241,9 +241,3 @@ def test_status_says_where_sessions_come_from(settings: Settings, vault: Path) -
         str(installed("codex/archived_sessions")),
     ]
     assert (sources["codex"]["sessions"], sources["codex"]["present"]) == (4, True)
-
-
-def _cli(env: dict[str, str]) -> dict[str, str]:
-    from .helpers import cli_env
-
-    return cli_env(**env)

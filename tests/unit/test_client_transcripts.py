@@ -17,6 +17,7 @@ from apus.vault.transcript_sources import (
     TranscriptSource,
     client_of_agent,
     find_transcripts,
+    reader_for,
 )
 from apus.vault.transcripts import ReadPosition
 from support.client_transcripts import (
@@ -427,8 +428,6 @@ def test_every_fixture_reads_without_skipping_a_line(tools: bool) -> None:
     found, _problems = find_transcripts(
         [TranscriptSource("claude-code", CLAUDE), TranscriptSource("codex", CODEX / "sessions")]
     )
-    from apus.vault.transcript_sources import reader_for
-
     for transcript in found:
         reading = tx.read_transcript(
             transcript.path, reader_for(transcript, tools), ReadPosition(), LIMIT
@@ -446,8 +445,6 @@ def test_a_file_read_as_it_grows_gives_the_branch_of_a_full_read(
     stopped (a full read only when the append does not continue the branch): the messages
     kept are always those a full read finds, and a real session's parallel tool calls and
     hook lines never force a full read while tool calls are not indexed (a rewind does)."""
-    from apus.vault.transcript_sources import reader_for
-
     found, _problems = find_transcripts(
         [TranscriptSource("claude-code", CLAUDE), TranscriptSource("codex", CODEX / "sessions")]
     )

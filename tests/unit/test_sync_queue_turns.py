@@ -4,6 +4,7 @@ its turn at the lock, runs at once instead of after the busy retry's delay."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from apus.errors import IndexBusyError
 from apus.indexing.progress import ProgressCallback
@@ -22,7 +23,7 @@ def test_a_request_that_waits_its_turn_runs_at_once_after_a_busy_sync() -> None:
     let_first_end = threading.Event()
     second_done = threading.Event()
 
-    def runner(request: SyncRequest, _cancel: threading.Event, _progress: ProgressCallback):  # type: ignore[no-untyped-def]
+    def runner(request: SyncRequest, _cancel: threading.Event, _progress: ProgressCallback) -> Any:
         runs.append(request)
         if len(runs) == 1:
             first_running.set()
@@ -53,7 +54,7 @@ def test_a_background_request_after_a_busy_sync_still_waits_for_the_retry() -> N
     let_first_end = threading.Event()
     busy_reported = threading.Event()
 
-    def runner(request: SyncRequest, _cancel: threading.Event, _progress: ProgressCallback):  # type: ignore[no-untyped-def]
+    def runner(request: SyncRequest, _cancel: threading.Event, _progress: ProgressCallback) -> Any:
         runs.append(request)
         first_running.set()
         let_first_end.wait(GUARD_S)

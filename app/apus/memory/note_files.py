@@ -91,6 +91,7 @@ class NoteFolder:
         return fd
 
     def check_note(self, name: str, info: os.stat_result) -> None:
+        """Refuse what `info` (the open file's own) shows is no note to append to."""
         shown = self.shown + name
         if not stat.S_ISREG(info.st_mode):
             raise WriteRefusedError(

@@ -69,7 +69,9 @@ async def test_a_written_entry_is_found_by_the_next_search(vault: Path) -> None:
         ]
         assert "<!--" not in found["results"][0]["snippet"]
         durable = await call(session, "memory_write", text="Sam prefers tea.", target="USER.md")
-        assert durable["path"] == "USER.md"
+        assert durable["path"] == "USER.md" and durable["created"] is True  # it was not there
+        second = await call(session, "memory_write", text="Decided: tabs.", target="MEMORY.md")
+        assert second["created"] is False
     note = (vault / DAILY).read_text(encoding="utf-8")
     assert note.startswith(f"# {TODAY}\n\n## ")
 

@@ -22,6 +22,7 @@ from mcp_types import ToolAnnotations
 from apus import __version__, paths
 from apus.agents.arguments import CheckedTool, publish_defaults
 from apus.agents.stdio import run_stdio
+from apus.agents.tool_errors import AnsweringServer
 from apus.agents.tools import AgentTools
 from apus.config import SettingsSource
 from apus.index.status import IndexStatus
@@ -62,7 +63,7 @@ def build_server(memory: Memory) -> MCPServer:
         finally:
             await anyio.to_thread.run_sync(memory.close)
 
-    return MCPServer(
+    return AnsweringServer(
         "apus",
         title="Apus memory",
         version=__version__,

@@ -34,6 +34,7 @@ from apus.agents.answers import (
 )
 from apus.agents.compact import MIN_MAX_CHARS, fit, render_text, structured
 from apus.agents.indexing import IndexingWatch
+from apus.agents.tool_errors import CRASH_FIX, one_form
 from apus.embed.base import redact
 from apus.errors import ApusError, ProviderUnavailableError
 from apus.index.note_filter import (
@@ -51,7 +52,7 @@ from apus.search.options import SearchOptions
 from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
 from apus.search.query import ParsedQuery
 from apus.search.ranking import readable_score
-from apus.search.time_words import ACCEPTED, TimeWordsError, bound
+from apus.search.time_words import TimeWordsError, bound
 from apus.vault.transcripts import session_key_of
 
 # The most passages one answer holds (maxResults above it is clamped, and said so).
@@ -159,6 +160,9 @@ class AgentTools:
             return _search_reply(_unavailable(exc), maxChars)
         except ApusError as exc:
             raise _tool_error(exc) from exc
+        keyword = response.legs.get("keyword")
+        if keyword is not None and keyword.ran and keyword.fix:
+            notices.append(f"{keyword.reason} (fix: {keyword.fix})")
         hits = limit_per_note(response.hits, perNote)[:limit]
         weak = self.memory.weak(hits)
         answer = self._answer(replace(response, hits=hits), weak)
@@ -311,11 +315,7 @@ class AgentTools:
             created=place.created,
             indexed=written.indexed,
         )
-        text_form = f"Written to {place.citation}" + (
-            "; searchable now."
-            if written.indexed
-            else "; it will be searchable after the sync another process is running."
-        )
+        text_form = f"Written to {place.citation}; {written.searchable}"
         return _reply(answer, text=text_form)
 
     def now(self) -> dt.datetime:
@@ -504,10 +504,8 @@ def _bound(text: str | None, name: str, today: dt.date, *, end: bool) -> dt.date
         return None
     try:
         return bound(text, today=today, end=end)
-    except TimeWordsError:
-        raise ToolError(
-            f"`{name}` names no date: {text!r}. Fix: write it as one of {ACCEPTED}."
-        ) from None
+    except TimeWordsError as exc:
+        raise ToolError(one_form(f"`{name}` {exc.what}: {text!r}", exc.fix)) from None
 
 
 def _clamped(asked: int | None, default: int) -> tuple[int, list[str]]:
@@ -530,7 +528,7 @@ def _search_reply(answer: SearchAnswer, max_chars: int | None) -> CallToolResult
 
 
 def _tool_error(exc: ApusError) -> ToolError:
-    return ToolError(f"{exc.reason} Fix: {exc.fix}" if exc.fix else exc.reason)
+    return ToolError(one_form(exc.reason, exc.fix or CRASH_FIX))
 
 
 def _reply(answer: BaseModel, *, text: str | None = None) -> CallToolResult:

@@ -183,6 +183,12 @@ def _safe_echo(text: str, fg: str | None = None) -> None:
     click.secho(terminal_safe(text), fg=fg)
 
 
+def _safe_echo_err(text: str) -> None:
+    from apus.terminal_text import terminal_safe
+
+    click.secho(terminal_safe(text), fg="yellow", err=True)
+
+
 class _Day(click.ParamType[dt.date]):
     """A day in the forms agents and people write (`2026-11-20`, `7d`, `last week`): the
     first day of what it names for --since, the last for --until."""
@@ -197,12 +203,12 @@ class _Day(click.ParamType[dt.date]):
     ) -> dt.date:
         if isinstance(value, dt.date):
             return value
-        from apus.search.time_words import ACCEPTED, TimeWordsError, bound, today
+        from apus.search.time_words import TimeWordsError, bound, today
 
         try:
             return bound(str(value), today=today(), end=self.end)
-        except TimeWordsError:
-            self.fail(f"{value!r} names no date; write one of {ACCEPTED}", param, ctx)
+        except TimeWordsError as exc:
+            self.fail(f"{value!r} {exc.what}; {exc.fix}", param, ctx)
 
 
 _SINCE = _Day(end=False)
@@ -392,6 +398,10 @@ def _show(
 
     for notice in context.notices() if context is not None else []:
         click.echo(notice, err=True)
+    for name, leg in response.legs.items():
+        if leg.ran and leg.fix:  # it answered, from an index it could not update
+            why = leg.reason.rstrip(".")
+            _safe_echo_err(f"{name.capitalize()} search answered, but {why}. Fix: {leg.fix}")
     print_hits(response, explain=explain, weak=weak)
 
 
@@ -535,7 +545,7 @@ def add(
         return
     _safe_echo(f"Written to {place.citation}.")
     if not written.indexed:
-        _safe_echo("Another process is indexing; it indexes the entry too.", fg="yellow")
+        _safe_echo(f"Written, and {written.searchable}", fg="yellow")
 
 
 @memory.command()

@@ -105,6 +105,9 @@ def print_status(report: IndexStatus) -> None:
         if report.store_set_aside is not None:
             moved = report.store_set_aside
             row("Repaired", f"a damaged database ({moved.reason}) was moved to {moved.moved_to}")
+    if outcome is not None and outcome.recovered is not None:
+        row("Crashes", outcome.recovered.sentence())
+        console.print(_line(f"  Fix: {outcome.recovered.fix}"))
     row("Provider", report.provider)
     print_embeddings(console, report.embeddings)
     _print_sessions(console, report)

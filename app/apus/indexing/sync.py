@@ -497,7 +497,7 @@ class Indexer:
             telling.tell(event)
             hold_progress(event)  # a test hook: nothing unless APUS_TEST_HOLD is set
 
-        with WriterLock(self.index_dir, self.vault):
+        with WriterLock(self.index_dir, self.vault, wait_s=request.wait_s):
             hold_point("start")
             report.store_set_aside = Store.set_aside_if_damaged(self.index_dir, thorough=force)
             store = Store(self.index_dir)

@@ -57,6 +57,8 @@ def _check_sync(settings: Settings) -> Check:
             f"row): {outcome.error}; search serves the index as it was before"
         )
         return Check("sync", False, detail, outcome.fix or "apus memory index", facts)
+    if outcome is not None and outcome.recovered is not None:
+        return Check("sync", False, outcome.recovered.sentence(), outcome.recovered.fix, facts)
     problems = []
     if Store.exists(index_dir):
         try:

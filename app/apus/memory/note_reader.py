@@ -39,6 +39,9 @@ class NoteLines:
 
 
 # A citation's line range, as search results write it: `#L12-L30`, or one line `#L12`.
+# Checked before the digits become a number: Python refuses to convert more than 4,300, and a
+# note of a billion lines is far beyond the largest file the index reads.
+_MAX_LINE_DIGITS = 9
 _ADDRESS = re.compile(r"#L(?P<start>[0-9]+)(?:-L?(?P<end>[0-9]+))?\Z")
 
 
@@ -60,6 +63,12 @@ def parse_address(raw: str) -> NoteAddress:
     match = _ADDRESS.search(raw)
     if match is None:
         return NoteAddress(raw)
+    if max(len(match["start"]), len(match["end"] or "")) > _MAX_LINE_DIGITS:
+        raise NoteRefusedError(
+            f"{raw[: match.start()]}#L… names a line beyond any note (a line number of more "
+            f"than {_MAX_LINE_DIGITS} digits).",
+            fix="pass the citation as a search result gives it (path#L<start>-L<end>)",
+        )
     start, end = int(match["start"]), match["end"]
     if start < 1 or (end is not None and int(end) < start):
         raise NoteRefusedError(

@@ -10,12 +10,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from apus.config import Settings, SettingsSource
 from apus.embedding_services import is_remote
-from apus.errors import IndexBusyError
+from apus.errors import ApusError, IndexBusyError
 from apus.index.note_filter import Asker, NoteFilter
+from apus.index.sqlite import IndexWriteError
 from apus.index.store import Store
 from apus.indexing.request import SyncRequest
 from apus.memory.sync_queue import Backoff, SyncEvent, SyncQueue
@@ -27,7 +28,7 @@ from apus.memory.transcript_reader import (
     search_transcripts,
     transcript_history,
 )
-from apus.search.engine import Searcher, SearchHit, SearchResponse
+from apus.search.engine import LegReport, Searcher, SearchHit, SearchResponse
 from apus.search.options import SearchOptions
 from apus.search.query import ParsedQuery
 
@@ -36,7 +37,7 @@ from apus.search.query import ParsedQuery
 # every module (the embedding providers alone are a tenth of a keyword search's imports).
 if TYPE_CHECKING:
     from apus.embed.providers import ProviderResolution
-    from apus.index.last_sync import LastSync
+    from apus.index.last_sync import LastSync, RecoveredCrashes
     from apus.index.status import EmbeddingsState, IndexStatus
     from apus.indexing.progress import ProgressCallback, SyncProgress
     from apus.indexing.sync import Indexer, SyncReport
@@ -56,6 +57,12 @@ INDEX_WAIT_S = 120.0
 class WrittenMemory:
     entry: WrittenEntry
     indexed: bool  # searchable when the call returned
+    not_indexed: str = ""  # why not, when not: what the agent or person is told
+
+    @property
+    def searchable(self) -> str:
+        """When the entry is found by search, in words: "searchable now." or why not yet."""
+        return "searchable now." if self.indexed else self.not_indexed
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,10 @@ class WatchStopped:
 
 MemoryEvent = SyncEvent | WatchStopped
 Listener = Callable[[MemoryEvent], None]
+
+
+def _not_indexed(reason: str, fix: str) -> str:
+    return f"it is not searchable yet: the index could not be updated ({reason} Fix: {fix})."
 
 
 class Memory:
@@ -170,18 +181,47 @@ class Memory:
     ) -> SearchResponse:
         """Both legs, merged (or what can run, and why the rest cannot)."""
         searcher = self.searcher()
-        self._repair_keyword(searcher)
+        unrepaired = self._keyword_left_behind(searcher)
         options = self._scoped(options)
         # Parsed here, so that asking again after a repair does not parse it again.
         query = ParsedQuery.parse(query) if isinstance(query, str) else query
         response = searcher.search(query, options)
         # A query may find damage that opening the index did not show: repair, ask again.
         keyword = response.legs.get("keyword")
-        if keyword is not None and not keyword.ran and self._repair_keyword(searcher):
-            response = searcher.search(query, options)
+        if keyword is not None and not keyword.ran:
+            if unrepaired is not None and not response.hits:
+                raise unrepaired  # nothing indexed could answer instead
+            if unrepaired is None and self._repair_keyword(searcher):
+                response = searcher.search(query, options)
         if searcher.vectors_need_repair():
             self.request_sync()  # every vector is in the store: a sync rebuilds FAISS
+        if unrepaired is not None and keyword is not None:
+            # Answered from the keyword index as it was: say why it is behind, and the fix.
+            behind = LegReport(
+                keyword.ran,
+                f"the keyword index could not be brought up to date: {unrepaired.reason}",
+                unrepaired.fix,
+                keyword.candidates,
+                keyword.ms,
+            )
+            response = replace(response, legs={**response.legs, "keyword": behind})
         return response
+
+    def _keyword_left_behind(self, searcher: Searcher) -> ApusError | None:
+        """Repair the keyword index if it needs it (`_repair_keyword`); the error when it
+        cannot be written (a full disk: the search answers from the index as it is), or
+        when this server's syncs keep failing to bring it up to date."""
+        try:
+            self._repair_keyword(searcher)
+        except IndexWriteError as exc:
+            log.info("keyword index not repaired: %s", exc.reason)
+            return exc
+        if self._syncs is None or not self._syncs.failures or not searcher.keyword_needs_repair():
+            return None
+        last = self.last_sync
+        if last is None or last.ok:
+            return None
+        return ApusError(last.error or "the last sync failed", last.fix)
 
     def search_dated(
         self, words: str | ParsedQuery, options: SearchOptions, *, guessed: bool
@@ -238,19 +278,30 @@ class Memory:
         from apus.memory.writer import append_entry
 
         written = append_entry(self.settings, self.index_dir, entry, now)
-        return WrittenMemory(written, self._index_now())
+        problem = self._index_now()
+        return WrittenMemory(written, problem is None, problem or "")
 
-    def _index_now(self) -> bool:
-        """Bring the index up to date before answering; False when another process holds
-        the writer (it indexes the entry with everything else)."""
+    def _index_now(self) -> str | None:
+        """Bring the index up to date before answering, waiting in line behind other writers
+        of the index; None when done, else why the entry is not searchable yet (it is
+        written all the same)."""
+        request = SyncRequest(wait_s=INDEX_WAIT_S)
+        busy = "it will be searchable after the sync another process is running."
         if self._syncs is not None:
-            self._syncs.request()
-            return self._syncs.wait_idle(timeout=INDEX_WAIT_S)
+            self._syncs.request(request)
+            if not self._syncs.wait_idle(timeout=INDEX_WAIT_S):
+                return busy
+            last = self.last_sync
+            if self._syncs.failures and last is not None and not last.ok:
+                return _not_indexed(last.error or "", last.fix or "")
+            return None
         try:
-            self.sync()
+            self.sync(request)
         except IndexBusyError:
-            return False
-        return True
+            return busy
+        except ApusError as exc:
+            return _not_indexed(exc.reason, exc.fix)
+        return None
 
     def recall(self, message: str) -> list[RecallEntry]:
         """Trigger recall over MEMORY.md / USER.md; vectors help when they can."""
@@ -331,8 +382,10 @@ class Memory:
             self._embedding = event if event.phase == "embed" else None
             emit(event)
 
+        indexer = self.indexer()
+        crashes_before = self._crashes_seen()
         try:
-            report = self.indexer().sync(request, cancel=cancel, progress=watched)
+            report = indexer.sync(request, cancel=cancel, progress=watched)
         except IndexBusyError:
             raise  # another process is syncing: its outcome is the one to record
         except Exception as exc:
@@ -341,8 +394,25 @@ class Memory:
         finally:
             self._embedding = None
         if not report.cancelled:
-            self._record_sync(LastSync.succeeded())
+            recovered = self._crashes_recovered(crashes_before)
+            self._record_sync(LastSync.succeeded(recovered=recovered))
         return report
+
+    def _crashes_seen(self) -> dict[str, Any] | None:
+        """The crashes of the embedding server this session's provider has seen so far."""
+        embedder = self.provider.embedder
+        seen = None if embedder is None else embedder.describe().get("crashes_seen")
+        return seen if isinstance(seen, dict) else None
+
+    def _crashes_recovered(self, before: dict[str, Any] | None) -> RecoveredCrashes | None:
+        """The crashes seen since `before` (the sync went on after them)."""
+        from apus.index.last_sync import RecoveredCrashes
+
+        now = self._crashes_seen()
+        count = 0 if now is None else int(now["count"]) - (0 if before is None else before["count"])
+        if now is None or count <= 0:
+            return None
+        return RecoveredCrashes(count, str(now["last"]), float(now["at"]), str(now["fix"]))
 
     def _record_sync(self, outcome: LastSync) -> None:
         """Keep the outcome in the session, and beside the index for every other process."""

@@ -2,7 +2,8 @@
 
 Requests that arrive while a sync runs are folded into one more run (a forced request wins
 and cancels the running one: its work would be thrown away). When another process holds the
-writer lock, the queue says so and tries again a little later. A sync that fails is tried
+writer lock, the queue says so and tries again a little later (a write's own sync that came
+meanwhile goes at once: it waits its turn at the lock instead). A sync that fails is tried
 again with growing delays (`Backoff`), so the index recovers by itself once the cause is
 gone; a new request (a change on disk) tries at once.
 """
@@ -194,9 +195,11 @@ class SyncQueue:
                     retry = self._backoff.delay(self._failures)
                 if retry is not None and not self._closed:
                     # After a failure, a request that came in meanwhile (a change on disk,
-                    # maybe the fix) runs at once.
-                    waiting = finished.failed and self._pending is not None
-                    self._pending = request.merged(self._pending)
+                    # maybe the fix) runs at once; after a busy lock, one that waits its turn
+                    # at it does (a write's own sync), rather than after the retry delay.
+                    pending = self._pending
+                    waiting = pending is not None and (finished.failed or pending.wait_s > 0)
+                    self._pending = request.merged(pending)
                     self._retry_at = None if waiting else time.monotonic() + retry
                     self._failure_retry = finished.failed and not waiting
                 self._cond.notify_all()

@@ -139,6 +139,11 @@ class ManagedServer:
         self._noted_instance = ""  # the server whose end is already counted
         self._healthy_instance = ""  # the server that answered a request last
         self._crash: CrashRecord | None = None  # the crash this handle last saw
+        # Every crash this handle saw, recovered from or not: a sync that goes on after a
+        # restart keeps them in its outcome (`crashes_seen`), since the ledger forgets them
+        # once the new server answers.
+        self._crashes_seen = 0
+        self._last_seen: CrashRecord | None = None
         self._client_file: Path | None = None
         # Failed starts and crashes seen by this handle, for the restart backoff (the
         # ledger counts crashes across processes, for giving up).
@@ -233,7 +238,16 @@ class ManagedServer:
             "error": self._last_error.reason if self._last_error else None,
             "system_info": state.system_info if state else None,
             "crashes": self._crash_summary(),
+            "crashes_seen": self._seen_summary(),
         }
+
+    def _seen_summary(self) -> dict[str, Any] | None:
+        """The crashes this handle saw: how many, and the last (how, when, its fix)."""
+        crash = self._last_seen
+        if crash is None:
+            return None
+        last = crash.last
+        return {"count": self._crashes_seen, "last": last.how, "at": crash.at, "fix": last.fix}
 
     def _crash_summary(self) -> dict[str, Any] | None:
         record = self.crashes.load()
@@ -280,7 +294,8 @@ class ManagedServer:
         self._noted_instance = state.instance
         if end is None:
             return  # it stopped by itself (idle, or no client left) and said so
-        self._crash = self.crashes.record(end)
+        self._crash = self._last_seen = self.crashes.record(end)
+        self._crashes_seen += 1
         self._failures_in_a_row += 1
         backoff = self._backoff()
         self._not_before = max(self._not_before, time.monotonic() + backoff)
@@ -507,7 +522,8 @@ class ManagedServer:
             )
         if code < 0:  # a native crash while loading: counted like one after it
             record = self.crashes.record(ServerEnd.from_returncode(code, log_tail, str(log_file)))
-            self._crash = record
+            self._crash = self._last_seen = record
+            self._crashes_seen += 1
             if record.gave_up:
                 return _gave_up_error(record)
             return EmbeddingUnavailable(

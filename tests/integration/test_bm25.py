@@ -29,8 +29,7 @@ from apus.index.bm25 import (
 from apus.index.keyword import KEYWORD_FORMAT, PARAMS, KeywordIndex, repeated_lines, search_terms
 from apus.index.store import ChunkRecord, Store
 from apus.vault.text import keyword_term, query_terms, tokenize
-
-from .helpers import generation, make_settings, search, search_paths, sync, write_note
+from support.vaults import generation, make_settings, search, search_paths, sync, write_note
 
 # A Zipf-like vocabulary: a few words in most notes, most words in a few.
 WORDS = [f"w{i:03d}" for i in range(300)]

@@ -21,8 +21,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from apus.config import SettingsSource
 from apus.embed.local.crashes import MAX_CRASHES_IN_A_ROW
 from apus.memory import Memory
-from integration.helpers import run_apus, write_note
 from support.server_killer import ServerKiller, server_pids
+from support.vaults import run_apus, write_note
 
 # Enough notes that embedding them takes many requests: the kill lands in the middle.
 NOTES = 60

@@ -21,8 +21,7 @@ from apus.index.keyword import KeywordIndex
 from apus.index.sqlite import IndexWriteError
 from apus.index.store import Store
 from apus.indexing.shadow import shadow_dir
-
-from .helpers import (
+from support.vaults import (
     cli_env,
     generation,
     make_settings,

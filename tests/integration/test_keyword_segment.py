@@ -25,8 +25,7 @@ from apus.index.keyword import (
 from apus.index.keyword_segment import SegmentBuilder
 from apus.index.store import Store
 from apus.vault.text import ANALYZER_VERSION, query_terms
-
-from .helpers import generation, make_settings, search_paths, sync, write_note
+from support.vaults import generation, make_settings, search_paths, sync, write_note
 
 WORDS = [f"w{i:03d}" for i in range(200)]
 

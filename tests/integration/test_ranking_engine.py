@@ -18,9 +18,8 @@ from apus.embed.providers import resolve_provider
 from apus.indexing.sync import Indexer
 from apus.memory import Memory
 from apus.search.engine import Searcher, SearchHit, SearchOptions, SearchResponse
+from support.vaults import make_settings, run_apus, run_json, search_response, sync, write_note
 from support.word_vector_leg import WordVectorLeg
-
-from .helpers import make_settings, run_apus, run_json, search_response, sync, write_note
 
 # A fixed "today" for the Searcher, so the decay factors are exact whatever the date.
 TODAY = dt.date(2025, 6, 15)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .helpers import run_apus
+from support.vaults import run_apus
 
 
 def test_the_sessions_benchmark_prints_its_figures(tmp_path: Path) -> None:

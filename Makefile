@@ -20,10 +20,14 @@ $(STAMP): pyproject.toml packaging/llama_build.py
 run: $(STAMP)
 	$(BIN)/apus --vault assets/sample-vault
 
+# The suite in two passes: every test not marked `serial` on one worker per core (a test's
+# folders, ports and servers are its own), then the `serial` ones alone. A loadgroup keeps
+# the tests that share one costly fixture (the packaged binaries) on one worker.
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not serial"
+	$(BIN)/python -m pytest -m serial
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests packaging

@@ -20,10 +20,15 @@ $(STAMP): pyproject.toml packaging/llama_build.py
 run: $(STAMP)
 	$(BIN)/apus --vault assets/sample-vault
 
+# The suite in two passes: every test not marked `serial` on two workers per core (a test's
+# folders, ports and servers are its own; tests/conftest.py says why two), then the `serial`
+# ones alone (exit status 5: none is marked now). A loadgroup keeps the tests that share one
+# costly fixture (the packaged binaries) on one worker.
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup -m "not serial"
+	$(BIN)/python -m pytest -m serial || [ $$? -eq 5 ]
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests packaging

@@ -10,7 +10,7 @@ import pytest
 from mcp_types import CallToolResult
 
 from agents.mcp_client import agent, call, refused, server_env
-from integration.helpers import run_apus, run_json, write_note
+from support.vaults import run_apus, run_json, write_note
 
 
 def _long_note() -> str:

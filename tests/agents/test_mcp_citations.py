@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agents.mcp_client import agent, call, refused, server_env
-from integration.helpers import run_apus, run_json, write_note
+from support.vaults import run_apus, run_json, write_note
 
 LONG = "# Long\n\n" + "\n".join(f"line {n}" for n in range(3, 301)) + "\n"
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from integration.helpers import run_apus, write_note
 from support.client_transcripts import (
     CODEX_KEY,
     CODEX_SUBAGENT_KEY,
@@ -24,6 +23,7 @@ from support.client_transcripts import (
     sessions_env,
 )
 from support.transcripts import append
+from support.vaults import run_apus, write_note
 
 from .test_mcp_server import FRESHNESS_S, agent, call, server_env, watch_live
 

@@ -8,9 +8,8 @@ import shutil
 from pathlib import Path
 
 from agents.mcp_client import agent, call, refused, server_env
-from integration.helpers import run_apus, run_json, write_note
-from integration.test_full_disk_rebuild import small_disk  # noqa: F401  (a fixture)
 from support.full_disk import full
+from support.vaults import run_apus, run_json, write_note
 
 TODAY = "2026-12-02"
 DAILY = f"memory/{TODAY}.md"
@@ -27,7 +26,7 @@ def writable_env(**extra: str) -> dict[str, str]:
     )
 
 
-async def test_a_write_the_disk_cuts_short_is_taken_back(small_disk: Path) -> None:  # noqa: F811
+async def test_a_write_the_disk_cuts_short_is_taken_back(small_disk: Path) -> None:
     vault = small_disk / "vault"
     write_note(vault, DAILY, f"# {TODAY}\n\nMorning notes.\n")
     write_note(vault, "notes/a.md", "# A\n\nSomething else.\n")
@@ -48,7 +47,7 @@ async def test_a_write_the_disk_cuts_short_is_taken_back(small_disk: Path) -> No
     assert (vault / DAILY).read_bytes().startswith(note)
 
 
-async def test_a_missing_note_is_made_whole_or_not_at_all(small_disk: Path) -> None:  # noqa: F811
+async def test_a_missing_note_is_made_whole_or_not_at_all(small_disk: Path) -> None:
     vault = small_disk / "vault"
     write_note(vault, "MEMORY.md", "# Memory\n\nThe blog is deployed with make deploy.\n")
     run_apus("--vault", vault, "memory", "index", env=server_env())
@@ -83,7 +82,7 @@ def _stale_keyword_index(vault: Path, index: Path, env: dict[str, str]) -> None:
 
 async def test_reading_a_full_disk_answers_from_what_is_indexed(
     tmp_path: Path,
-    small_disk: Path,  # noqa: F811
+    small_disk: Path,
 ) -> None:
     vault = tmp_path / "vault"
     for number in range(20):
@@ -125,7 +124,7 @@ async def test_reading_a_full_disk_answers_from_what_is_indexed(
 
 async def test_an_entry_written_while_the_index_disk_is_full_says_it_is_not_searchable_yet(
     tmp_path: Path,
-    small_disk: Path,  # noqa: F811
+    small_disk: Path,
 ) -> None:
     vault = tmp_path / "vault"
     write_note(vault, "MEMORY.md", "# Memory\n\nThe blog is deployed with make deploy.\n")

@@ -16,7 +16,7 @@ import pytest
 from agents.mcp_client import agent, call, refused, server_env
 from agents.test_mcp_transport import INITIALIZE, INITIALIZED
 from apus.index.note_filter import MAX_FILTER_VALUES
-from integration.helpers import run_apus, vault_digest, write_note
+from support.vaults import run_apus, vault_digest, write_note
 
 TODAY = "2026-12-02"
 # One sentence (no line break), then the fix, itself ending a sentence.

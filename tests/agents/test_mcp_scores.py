@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from integration.helpers import run_apus, write_note
+from support.vaults import run_apus, write_note
 
 from .test_mcp_server import agent, call
 

@@ -13,9 +13,9 @@ from mcp.client.session import ClientSession
 from agents.mcp_client import agent as client_agent
 from agents.mcp_client import call, refused
 from agents.mcp_client import server_env as client_env
-from integration.helpers import run_apus, write_note
 from support.holds import Hold
 from support.ports import refusing_port
+from support.vaults import run_apus, write_note
 
 NOTES = {
     "MEMORY.md": "---\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n## Blog\n\n"

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from mcp.client.session import ClientSession
 
-from integration.helpers import run_apus, write_note
 from support.transcripts import (
     append,
     conversation,
@@ -20,6 +19,7 @@ from support.transcripts import (
     transcript_path,
     write_transcript,
 )
+from support.vaults import run_apus, write_note
 
 from .test_mcp_server import FRESHNESS_S, agent, call, refused, server_env, watch_live
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agents.mcp_client import agent, call, refused, server_env
-from integration.helpers import run_apus, run_json, vault_digest, write_note
+from support.vaults import run_apus, run_json, vault_digest, write_note
 
 TODAY = "2026-12-02"
 DAILY = f"memory/{TODAY}.md"

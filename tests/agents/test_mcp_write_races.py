@@ -22,7 +22,7 @@ import pytest
 
 from agents.mcp_client import agent, call, server_env
 from agents.test_mcp_transport import INITIALIZE, INITIALIZED
-from integration.helpers import run_apus, vault_digest, write_note
+from support.vaults import run_apus, vault_digest, write_note
 
 TODAY = "2026-12-02"
 DAILY = f"memory/{TODAY}.md"

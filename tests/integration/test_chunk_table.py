@@ -10,8 +10,7 @@ from pathlib import Path
 from apus.index.store import Store
 from apus.search.engine import Searcher, SearchHit
 from apus.search.options import SearchOptions
-
-from .helpers import make_settings, sync, write_note
+from support.vaults import make_settings, sync, write_note
 
 TODAY = dt.date(2026, 3, 14)
 KEYWORD = SearchOptions(mode="keyword")

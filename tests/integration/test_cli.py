@@ -13,8 +13,7 @@ from click.testing import CliRunner
 from apus import __version__
 from apus.cli import main
 from apus.vault.text import fold, tokenize
-
-from .helpers import run_apus, run_json, write_note
+from support.vaults import run_apus, run_json, write_note
 
 HIT_FIELDS = {"path": str, "title": str, "start_line": int, "end_line": int, "snippet": str}
 

@@ -31,8 +31,7 @@ from support.client_transcripts import (
     sessions_env,
 )
 from support.transcripts import append
-
-from .helpers import cli_env, make_settings, run_apus, sync, write_note
+from support.vaults import cli_env, make_settings, run_apus, sync, write_note
 
 # The kiln session's last line with a uuid: an append continues from it.
 KILN_TIP = "f939ffcd-fd56-4300-abc9-513aa60d0ff9"

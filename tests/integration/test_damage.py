@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from apus.index.store import Store
-
-from .helpers import make_settings, run_apus, run_json, vault_digest, write_note
+from support.vaults import make_settings, run_apus, run_json, vault_digest, write_note
 
 BIRDS = ("heron", "egret", "ibis", "stork", "crane", "bittern", "plover", "curlew", "dunlin")
 

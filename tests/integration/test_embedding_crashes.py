@@ -22,8 +22,8 @@ from apus.config import SettingsSource
 from apus.embed.local.crashes import MAX_CRASHES_IN_A_ROW
 from apus.memory import Memory
 from apus.tui.screens.status import status_content
-from integration.helpers import run_apus, write_note
 from support.server_killer import ServerKiller, server_pids
+from support.vaults import run_apus, write_note
 
 # Enough notes that embedding them takes many requests: the kill lands in the middle.
 NOTES = 60

@@ -12,8 +12,7 @@ import pytest
 from apus.benchmarks.beir import parse_variant, select_queries
 from apus.benchmarks.textbook_bm25 import TextbookBm25
 from apus.errors import ConfigError
-
-from .helpers import run_apus, run_json
+from support.vaults import run_apus, run_json
 
 DOCS = {
     "d1": ("Herons", "The grey heron fishes at dawn in the shallow canal."),

@@ -10,8 +10,7 @@ from pathlib import Path
 from apus.index import store as store_module
 from apus.index.file_names import name_keys
 from apus.index.store import SCHEMA_VERSION, Store
-
-from .helpers import make_settings, open_store, search_paths, sync, write_note
+from support.vaults import make_settings, open_store, search_paths, sync, write_note
 
 
 def _named(store: Store, key: str) -> set[str]:

@@ -13,8 +13,7 @@ from whoosh import index as whoosh_index
 
 from apus.index.keyword import _documents, _schema, repeated_lines
 from apus.index.store import ChunkRecord, Store
-
-from .helpers import make_settings, sync, write_note
+from support.vaults import make_settings, sync, write_note
 
 
 def _text_documents(chunks: list[ChunkRecord]) -> list[dict[str, object]]:

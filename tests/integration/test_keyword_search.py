@@ -9,8 +9,7 @@ import pytest
 
 from apus.config import Settings
 from apus.vault.text import fold
-
-from .helpers import make_settings, search, search_paths, sync, vault_digest, write_note
+from support.vaults import make_settings, search, search_paths, sync, vault_digest, write_note
 
 
 def _nfd(text: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from apus.memory import Memory
 from apus.memory.session import MemoryEvent
 from apus.memory.sync_queue import Backoff, SyncFinished
-from integration.helpers import make_settings, run_apus, run_json, search_paths, write_note
+from support.vaults import make_settings, run_apus, run_json, search_paths, write_note
 
 REFUSE = (
     "CREATE TRIGGER refuse BEFORE UPDATE ON meta BEGIN "

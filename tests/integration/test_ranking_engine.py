@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -18,8 +18,8 @@ from apus.embed.providers import resolve_provider
 from apus.indexing.sync import Indexer
 from apus.memory import Memory
 from apus.search.engine import Searcher, SearchHit, SearchOptions, SearchResponse
-
-from .helpers import make_settings, run_apus, run_json, search_response, sync, write_note
+from support.vaults import make_settings, run_apus, run_json, search_response, sync, write_note
+from support.word_vector_leg import WordVectorLeg
 
 # A fixed "today" for the Searcher, so the decay factors are exact whatever the date.
 TODAY = dt.date(2025, 6, 15)
@@ -418,13 +418,10 @@ def test_the_keyword_leg_asks_for_at_most_the_configured_candidates(tmp_path: Pa
     assert len(data["results"]) == 5
 
 
-# -- hybrid with the tiny real GGUF ------------------------------------------------------
+# -- hybrid: the merge and its settings, over a vector leg without a model ----------------
 
 
-@pytest.fixture
-def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
-    """An indexed vault with vectors from the managed server; stopped again afterwards."""
-    vault = tmp_path / "vault"
+def _hybrid_vault(vault: Path) -> None:
     write_note(vault, "projects/network.md", "# Network\n\nThe router lives in the closet.\n")
     # A keyword match decayed far below anything the vector leg finds.
     write_note(
@@ -438,6 +435,40 @@ def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) ->
         write_note(
             vault, f"shelf/n{number:02}.md", f"# Box {number}\n\nLabel the shelf {number}.\n"
         )
+
+
+@pytest.fixture
+def merged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """The hybrid vault indexed by keyword; its searches get `WordVectorLeg` as their vector
+    leg (`_hybrid_search`), so these tests weigh the merge, not a model."""
+    vault = tmp_path / "vault"
+    _hybrid_vault(vault)
+    monkeypatch.setenv("APUS_VAULT", str(vault))
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "none")
+    settings = load_settings()
+    assert sync(settings).skipped == []
+    return settings
+
+
+def _hybrid_search(
+    settings: Settings, query: str, cosines: Mapping[str, float] | None = None, **options: object
+) -> SearchResponse:
+    """One search by the real Searcher, its vector leg `WordVectorLeg` on the same index."""
+    leg = WordVectorLeg(settings.index_dir(), cosines)
+    searcher = Searcher(settings, vector_leg=leg)
+    try:
+        response = searcher.search(query, SearchOptions(**options))  # type: ignore[arg-type]
+    finally:
+        searcher.close()
+    assert leg.queries == [query] and leg.closed
+    return response
+
+
+@pytest.fixture
+def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+    """The hybrid vault with vectors from the managed server; stopped again afterwards."""
+    vault = tmp_path / "vault"
+    _hybrid_vault(vault)
     monkeypatch.setenv("APUS_VAULT", str(vault))
     monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
     monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODELPATH", str(tiny_model))
@@ -452,13 +483,9 @@ def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) ->
     embedder.server.stop()  # type: ignore[attr-defined]
 
 
-def _hybrid_search(settings: Settings, query: str, **options: object) -> SearchResponse:
-    return search_response(settings, query, **options)
-
-
-def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> None:
-    # The tiny test model belongs to no known family: equal weights.
-    response = _hybrid_search(hybrid, "router closet", min_score=0.0, limit=50)
+def test_hybrid_runs_both_legs_and_merges_with_the_weights(merged: Settings) -> None:
+    # Equal weights: none is set and the query is no lookup by name.
+    response = _hybrid_search(merged, "router closet", min_score=0.0, limit=50)
     assert response.legs["keyword"].ran and response.legs["vector"].ran
     assert response.legs["vector"].candidates == 24  # every chunk: fewer than 200
     hits = response.hits
@@ -482,7 +509,7 @@ def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> 
     ],
 )
 def test_the_weights_are_equal_unless_set_or_a_lookup(
-    hybrid: Settings,
+    merged: Settings,
     monkeypatch: pytest.MonkeyPatch,
     query: str,
     environment: dict[str, str],
@@ -503,7 +530,7 @@ def test_the_weights_are_equal_unless_set_or_a_lookup(
 
 @pytest.mark.parametrize("merge", ["weighted", "zscore", "rrf"])
 def test_hybrid_merge_setting_chooses_scores_or_ranks(
-    hybrid: Settings, monkeypatch: pytest.MonkeyPatch, merge: str
+    merged: Settings, monkeypatch: pytest.MonkeyPatch, merge: str
 ) -> None:
     monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__HYBRID__MERGE", merge)
     monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__HYBRID__RRFK", "10")
@@ -539,15 +566,20 @@ def test_hybrid_merge_setting_chooses_scores_or_ranks(
 
 
 def test_hybrid_min_score_drops_weak_vector_only_hits_but_keeps_keyword_ones(
-    hybrid: Settings,
+    merged: Settings,
 ) -> None:
-    everything = _hybrid_search(hybrid, "router closet", min_score=0.0, limit=50, mmr=False).hits
+    # In meaning the decayed keyword match is the farthest note and the garden the nearest.
+    decayed_path = f"daily/{dt.date.today() - dt.timedelta(days=150)}.md"
+    meaning = {decayed_path: -0.5, "projects/garden.md": 0.6}
+    everything = _hybrid_search(
+        merged, "router closet", meaning, min_score=0.0, limit=50, mmr=False
+    ).hits
     keyword = [hit for hit in everything if "keyword" in hit.legs]
     vector_only = [hit for hit in everything if "keyword" not in hit.legs]
     assert keyword[0].path == "projects/network.md"
     assert len(keyword) == 2 and len(vector_only) == 22
     decayed = keyword[1]
-    assert decayed.path.startswith("daily/")
+    assert decayed.path == decayed_path
     best_vector_only = max(hit.score for hit in vector_only)
     # The decayed keyword match scores below the best vector-only hits...
     assert decayed.score < best_vector_only
@@ -556,14 +588,16 @@ def test_hybrid_min_score_drops_weak_vector_only_hits_but_keeps_keyword_ones(
     # ...yet a threshold between the two best keeps it and drops the vector-only ones.
     threshold = (keyword[0].score + best_vector_only) / 2
     for limit in (2, 10):
-        kept = _hybrid_search(hybrid, "router closet", min_score=threshold, limit=limit).hits
+        kept = _hybrid_search(
+            merged, "router closet", meaning, min_score=threshold, limit=limit
+        ).hits
         assert [hit.path for hit in kept] == [keyword[0].path, decayed.path]
-    nothing_passes = _hybrid_search(hybrid, "router closet", min_score=0.99).hits
+    nothing_passes = _hybrid_search(merged, "router closet", meaning, min_score=0.99).hits
     assert [hit.path for hit in nothing_passes] == [keyword[0].path, decayed.path]
 
 
 def test_each_leg_asks_for_at_most_the_configured_candidates(
-    hybrid: Settings, monkeypatch: pytest.MonkeyPatch
+    merged: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__CANDIDATES", "5")
     response = _hybrid_search(load_settings(), "label the shelf", min_score=0.0, limit=50)
@@ -653,9 +687,7 @@ def test_a_note_leads_with_its_best_chunk_after_mmr(tmp_path: Path) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
-def test_meaning_only_matches_from_years_ago_are_found(
-    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_meaning_only_matches_from_years_ago_are_found(tmp_path: Path) -> None:
     """Every note is from 2023, years before any date these tests run on: search by meaning
     still answers (minScore judges relevance), and every score tells its result apart."""
     vault = tmp_path / "vault"
@@ -664,28 +696,23 @@ def test_meaning_only_matches_from_years_ago_are_found(
         write_note(
             vault, f"memory/2023-05-{number:02}.md", f"# Day {number}\n\nWe talked about {topic}.\n"
         )
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODELPATH", str(tiny_model))
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__CONTEXTSIZE", "512")
-    settings = make_settings(vault, env=dict(os.environ))
-    assert sync(settings).embedding.state == "done"
-    try:
-        for floor in (None, 0.0):
-            env = dict(os.environ)
-            if floor is not None:
-                env["APUS_MEMORY__SEARCH__QUERY__HYBRID__TEMPORALDECAY__FLOOR"] = str(floor)
-            hits = search_response(
-                make_settings(vault, env=env), "garden vegetables", mode="vector"
-            ).hits
-            assert hits, f"floor {floor}: no result by meaning"
-            for hit in hits:
-                e = hit.explain
-                assert e.recency < 2**-36  # three years and more
-                assert e.merged >= settings.search.query.min_score
-                assert hit.score > 0
-                assert hit.score == pytest.approx(e.merged * e.recency_weight * e.importance)
-            assert len({hit.score for hit in hits}) >= len({hit.explain.merged for hit in hits})
-    finally:
-        embedder = resolve_provider(settings.search).embedder
-        assert embedder is not None
-        embedder.server.stop()  # type: ignore[attr-defined]
+    settings = make_settings(vault)
+    assert sync(settings).skipped == []
+    for floor in (None, 0.0):
+        env = (
+            {}
+            if floor is None
+            else {"APUS_MEMORY__SEARCH__QUERY__HYBRID__TEMPORALDECAY__FLOOR": str(floor)}
+        )
+        response = _hybrid_search(make_settings(vault, env=env), "garden vegetables", mode="vector")
+        hits = response.hits
+        assert hits, f"floor {floor}: no result by meaning"
+        for hit in hits:
+            e = hit.explain
+            assert hit.legs == ("vector",)
+            assert e.recency < 2**-36  # three years and more
+            assert e.merged >= settings.search.query.min_score
+            assert hit.score > 0
+            # A score shows six significant digits (ranking.readable_score).
+            assert hit.score == pytest.approx(e.merged * e.recency_weight * e.importance, rel=5e-6)
+        assert len({hit.score for hit in hits}) >= len({hit.explain.merged for hit in hits})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import run_apus
+from support.vaults import run_apus
 
 # Where each layout keeps the generated files, under the scratch folder.
 LAYOUTS = {

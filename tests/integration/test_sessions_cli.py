@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from support.transcripts import conversation, enabled_env, write_transcript
-
-from .helpers import cli_env, run_apus, run_json, write_note
+from support.vaults import cli_env, run_apus, run_json, write_note
 
 
 @pytest.fixture

@@ -25,8 +25,7 @@ from apus.indexing.progress import SyncProgress
 from apus.indexing.request import SyncRequest
 from apus.search.engine import Searcher
 from support.holds import Hold
-
-from .helpers import (
+from support.vaults import (
     APUS,
     chunk_ids_of,
     cli_env,

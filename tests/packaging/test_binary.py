@@ -25,7 +25,8 @@ import pytest
 
 from apus import __version__
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+# One worker runs them all: the binaries are built once, for the module.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600), pytest.mark.xdist_group("binaries")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "packaging" / "build.py"

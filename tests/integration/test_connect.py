@@ -409,3 +409,16 @@ def test_an_installed_script_names_itself_unresolved(
     assert launch.own_executable() == [str(link)]
     monkeypatch.setattr(sys, "argv", ["/somewhere/apus/__main__.py", "connect"])
     assert launch.own_executable() == [str(Path(sys.executable).absolute()), "-m", "apus"]
+
+
+def test_servers_written_inline_in_toml_stay_inline(home: Home) -> None:
+    path = home.root / ".codex" / "config.toml"
+    path.parent.mkdir()
+    text = 'mcp_servers = { context7 = { command = "npx" } }\n'
+    path.write_text(text, encoding="utf-8")
+    home.run("connect", "codex")
+    after = path.read_text(encoding="utf-8")
+    assert after.count("\n") == 1
+    assert tomllib.loads(after)["mcp_servers"]["apus"]["args"][-1] == "mcp"
+    home.run("connect", "codex", "--remove")
+    assert path.read_text(encoding="utf-8") == text

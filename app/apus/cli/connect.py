@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +78,9 @@ def connect(
     if not (remove and hooks):
         outcomes.append(_server(client, places, scope, name, writable, remove, dry_run))
     if hooks or (remove and client.name == "claude-code"):
-        outcomes.append(_hooks(client, places, remove, dry_run))
+        taken = _hooks(client, places, remove, dry_run)
+        if hooks or taken.action != "absent":  # `--remove` alone: hooks only when there were
+            outcomes.append(taken)
     if as_json:
         click.echo(json.dumps({"dryRun": dry_run, "changes": [_as_json(o) for o in outcomes]}))
         return
@@ -155,12 +158,19 @@ def _show(outcome: Outcome, dry_run: bool) -> None:
             click.echo(f"{client.label}: {where} ({what}): {_SAID[outcome.action]}")
         return
     click.echo(f"{client.label}: {what} {_SAID[outcome.action]} in {where}")
+    if hooks and outcome.action in ("added", "updated"):
+        click.echo(terminal_safe(f"  runs:    {_launch('hook', 'claude-code').shell()}"))
+        click.echo("  on:      UserPromptSubmit (trigger recall), SessionStart (USER.md)")
     if outcome.ran:
         click.echo(f"  through: claude mcp {' '.join(outcome.ran[2:5])} …")
+    if outcome.entry is not None and outcome.action in ("added", "updated"):
+        runs = [str(outcome.entry.get("command", "")), *outcome.entry.get("args", [])]
+        click.echo(terminal_safe(f"  runs:    {shlex.join(runs)}"))
     if outcome.backup is not None:
         click.echo(f"  backup:  {_shown(outcome.backup)}")
     if outcome.action in ("added", "updated"):
-        click.echo(f"  next:    {client.reload}")
+        reload = "start a new Claude Code session" if hooks else client.reload
+        click.echo(f"  next:    {reload}")
 
 
 def _as_json(outcome: Outcome) -> dict[str, Any]:

@@ -54,6 +54,8 @@ def plan_hooks(settings: Path, command: str | None) -> Edit:
     text = before or ""
     for event in EVENTS:
         text = _event_with(settings, text, event, command)
+    if command is None and text != (before or "") and _parse(settings, text).get(["hooks"]) == {}:
+        text = _parse(settings, text).remove(["hooks"])  # nothing left but what Apus made
     return Edit(settings, before, text)
 
 

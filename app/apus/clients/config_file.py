@@ -12,7 +12,7 @@ from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
-from tomlkit.items import Table
+from tomlkit.items import InlineTable, Table
 
 from apus.clients.catalog import Format
 from apus.clients.jsonc import JsonDocument, JsonSyntaxError
@@ -91,9 +91,12 @@ class ServerTable:
             servers = tomlkit.table(is_super_table=True)
             document[self.key] = servers
         current = servers.get(name)
-        if isinstance(current, Table):
+        if isinstance(current, Table | InlineTable):
             for field, value in entry.items():
                 current[field] = value
+        elif isinstance(servers, InlineTable):  # `mcp_servers = { … }` on one line: stay in it
+            servers[name] = tomlkit.inline_table()
+            servers[name].update(entry)
         else:
             table = tomlkit.table()
             for field, value in entry.items():

@@ -61,6 +61,7 @@ class Outcome:
     edit: Edit
     backup: Path | None = None
     ran: tuple[str, ...] = ()  # the client's own command, when it made the change
+    entry: dict[str, Any] | None = None  # what the client now runs (None: removed)
 
 
 @dataclass(frozen=True)
@@ -136,15 +137,15 @@ def connect(
         after = table.with_server(name, entry)
     edit = Edit(path, table.text, after)
     if dry_run or action in ("unchanged", "absent"):
-        return Outcome(client, action, edit)
+        return Outcome(client, action, edit, entry=entry)
     claude = places.which("claude") if client.name == "claude-code" else None
     if claude is not None:
         _check_writable(path)
         backup = _backup(edit)
         ran = _through_claude(claude, places, scope, name, entry, replace=existing is not None)
         _verify(client, path, name, entry)
-        return Outcome(client, action, edit, backup, ran)
-    return Outcome(client, action, edit, write(edit))
+        return Outcome(client, action, edit, backup, ran, entry)
+    return Outcome(client, action, edit, write(edit), entry=entry)
 
 
 def write(edit: Edit) -> Path | None:

@@ -1,11 +1,12 @@
 """JSON and JSONC files edited in place: one member or element changes, every other byte stays.
 
 Python has no maintained library for this (VS Code's own `jsonc-parser` computes such edits in
-TypeScript); json-five keeps comments through a model of the whole document but reads a
-2 MB `~/.claude.json` in about 3 s and brings two parsers with it. Here the standard `json`
-module decides whether a file is valid and what it holds; this module only finds where each
-value lies (comments and JSONC's trailing commas blanked out first, so positions stay those
-of the file) and splices the text at those positions, indented like its neighbours.
+TypeScript). json-five keeps comments through a model of the whole document, but it read a
+2.2 MB `~/.claude.json`-shaped file in 2.9 s (this module: 0.24 s) and brings a parser
+generator and the `regex` package with it. Here the standard `json` module decides whether a
+file is valid and what it holds; this module only finds where each value lies (comments and
+JSONC's trailing commas blanked out first, so positions stay those of the file) and splices
+the text at those positions, indented like its neighbours.
 """
 
 from __future__ import annotations

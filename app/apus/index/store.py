@@ -862,13 +862,13 @@ class Store:
     def vectors_for_chunks(
         self, identity_key: str, chunk_ids: Sequence[int]
     ) -> Iterator[tuple[int, np.ndarray]]:
+        import numpy as np
+
         query = (
             "SELECT v.chunk_id, e.dims, e.vector FROM chunk_vectors v "
             "JOIN embedding_cache e ON e.key = v.cache_key "
             "WHERE v.identity = ? AND v.chunk_id IN ({marks})"
         )
-        import numpy as np
-
         for chunk_id, dims, blob in self._rows_in(query, chunk_ids, leading=(identity_key,)):
             yield chunk_id, np.frombuffer(blob, dtype=np.float32, count=dims)
 

@@ -5,8 +5,9 @@
 Installs @anthropic-ai/claude-code and @openai/codex into a scratch folder, points HOME there
 (no file of yours is read or changed), indexes a copy of the sample vault by keyword, then:
 `apus connect claude-code` (through `claude mcp add-json`, since claude is on PATH) and
-`claude mcp list`, which starts the server and must print it `✔ Connected`; `apus connect
-codex` and `codex mcp list`, which must list it enabled. Needs node and npm, and the network
+`claude mcp list`, which starts the server and must print it `✔ Connected`, then the same
+connect again, which must change nothing; `apus connect codex` and `codex mcp list`, which must
+list it enabled. Needs node and npm, and the network
 for the npm registry: not part of `make test`. Exits 1 when a client does not see Apus.
 """
 
@@ -83,6 +84,7 @@ def check(scratch: Path, npm: str) -> int:
 
     run([apus, "--vault", str(vault), "connect", "claude-code"], env, cwd=home)
     claude_list = run([str(node_bin / "claude"), "mcp", "list"], env, cwd=home)
+    again = run([apus, "--vault", str(vault), "connect", "claude-code"], env, cwd=home)
     run([apus, "--vault", str(vault), "connect", "codex"], env, cwd=home)
     codex_list = run([str(node_bin / "codex"), "mcp", "list"], env, cwd=home)
     run([apus, "connect"], env, cwd=home)
@@ -93,9 +95,11 @@ def check(scratch: Path, npm: str) -> int:
     codex_ok = any(
         line.split()[:1] == ["apus"] and "enabled" in line for line in codex_list.splitlines()
     )
+    unchanged = "unchanged" in again
     print(f"\nclaude mcp list shows apus connected: {'yes' if claude_ok else 'NO'}")
+    print(f"a second connect changes nothing:     {'yes' if unchanged else 'NO'}")
     print(f"codex mcp list shows apus enabled:    {'yes' if codex_ok else 'NO'}")
-    return 0 if claude_ok and codex_ok else 1
+    return 0 if claude_ok and codex_ok and unchanged else 1
 
 
 if __name__ == "__main__":

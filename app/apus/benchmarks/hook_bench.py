@@ -11,6 +11,7 @@ order swapped run by run, each as a new process: wall time from start to exit, a
 from __future__ import annotations
 
 import json
+import os
 import random
 import resource
 import subprocess
@@ -45,6 +46,8 @@ class HookBenchResult:
     search: ProcessTiming
     answered: int  # hook runs that added context
     matching: int  # prompts written to match a trigger
+    load: tuple[float, float]  # the 1-minute load average before and after the runs
+    cores: int
 
 
 def write_vault(folder: Path, corpus: Path, entries: int, seed: int = 11) -> list[str]:
@@ -112,6 +115,7 @@ def run_hook_bench(corpus: Path, scratch: Path, *, entries: int, runs: int) -> H
     search_cpus: list[float] = []
     answered = 0
     asked = prompts(triggers, runs)
+    load_before = os.getloadavg()[0]
     for number, (prompt, _matches) in enumerate(asked):
         event = json.dumps(
             {
@@ -142,6 +146,8 @@ def run_hook_bench(corpus: Path, scratch: Path, *, entries: int, runs: int) -> H
         search=_timing("memory search", search_walls, search_cpus),
         answered=answered,
         matching=sum(matches for _prompt, matches in asked),
+        load=(load_before, os.getloadavg()[0]),
+        cores=os.cpu_count() or 1,
     )
 
 
@@ -174,6 +180,8 @@ def hook_table(r: HookBenchResult) -> list[str]:
         f"vault: {r.notes:,} notes, MEMORY.md and USER.md with {r.entries} trigger entries "
         f"(keyword index built in {r.index_seconds:.1f} s)",
         "each run is a new process; the two alternate; ms, wall | CPU (user + system)",
+        f"load average {r.load[0]:.1f} -> {r.load[1]:.1f} on {r.cores} cores (wall time waits "
+        "for a core when the load is above that; CPU time does not)",
     ]
     for t in (r.hook, r.search):
         lines.append(

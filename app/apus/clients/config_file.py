@@ -28,8 +28,8 @@ class ClientConfigError(ApusError):
 def unreadable(path: Path, why: str) -> ClientConfigError:
     return ClientConfigError(
         f"{path} {why}, so Apus leaves it as it is.",
-        fix="correct it (or move it aside), then run the same command again; "
-        "`--dry-run` shows the entry to add by hand",
+        fix="correct it where it says (or move the file aside), then run the same command "
+        "again",
     )
 
 

@@ -28,8 +28,7 @@ class ClientConfigError(ApusError):
 def unreadable(path: Path, why: str) -> ClientConfigError:
     return ClientConfigError(
         f"{path} {why}, so Apus leaves it as it is.",
-        fix="correct it where it says (or move the file aside), then run the same command "
-        "again",
+        fix="correct it where it says (or move the file aside), then run the same command again",
     )
 
 

@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench-index clean
+.PHONY: run test lint check-clients bench-index clean
 
 # llama-cpp-python is compiled first, for the instruction sets this CPU can run (never
 # -march=native: see packaging/llama_build.py and the README); the editable install keeps it.
@@ -34,6 +34,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check app tests packaging
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+
+# `apus connect` checked by the real Claude Code and Codex, installed from the npm registry into
+# a scratch folder with HOME there (needs node and npm; not part of `make test`).
+check-clients: $(STAMP)
+	$(BIN)/python tests/support/real_clients.py
 
 # Keeps the compiled llama-cpp-python wheels (in pip's cache directory, minutes to rebuild).
 clean:

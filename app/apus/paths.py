@@ -12,6 +12,7 @@ import os
 import stat
 import sys
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import platformdirs
@@ -43,17 +44,19 @@ def log_dir() -> Path:
     return platformdirs.user_log_path(APP_NAME)
 
 
-def claude_code_dir() -> Path:
-    """Claude Code's own folder (its transcripts are under `projects/`): CLAUDE_CONFIG_DIR,
-    else ~/.claude."""
-    override = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(override).expanduser() if override else Path.home() / ".claude"
+def claude_code_dir(home: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """Claude Code's own folder (its transcripts under `projects/`, its settings.json):
+    CLAUDE_CONFIG_DIR, else ~/.claude (of `home` and `env` when given: `apus connect`'s
+    tests hand in their own)."""
+    override = (os.environ if env is None else env).get("CLAUDE_CONFIG_DIR")
+    return Path(override).expanduser() if override else (home or Path.home()) / ".claude"
 
 
-def codex_home() -> Path:
-    """Codex's own folder (its transcripts are under `sessions/`): CODEX_HOME, else ~/.codex."""
-    override = os.environ.get("CODEX_HOME")
-    return Path(override).expanduser() if override else Path.home() / ".codex"
+def codex_home(home: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """Codex's own folder (its transcripts under `sessions/`, its config.toml): CODEX_HOME,
+    else ~/.codex."""
+    override = (os.environ if env is None else env).get("CODEX_HOME")
+    return Path(override).expanduser() if override else (home or Path.home()) / ".codex"
 
 
 def models_dir() -> Path:

@@ -210,6 +210,32 @@ def search_table(r: SearchBenchResult) -> list[str]:
     return lines
 
 
+@bench.command("hook")
+@click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
+@click.option(
+    "--entries", default=200, show_default=True, help="Trigger entries in MEMORY.md / USER.md."
+)
+@click.option("--runs", default=50, show_default=True, help="Runs of each process.")
+@click.option(
+    "--scratch",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the vault, config and index here (default: a temporary folder).",
+)
+@guarded
+def bench_hook(corpus: Path, entries: int, runs: int, scratch: Path | None) -> None:
+    """`apus hook claude-code` as a whole process (trigger recall over MEMORY.md / USER.md,
+    the corpus beside them) and a one-shot `memory search --mode keyword`, alternating:
+    p50/p95 wall and CPU of each."""
+    from apus.benchmarks.hook_bench import hook_table, run_hook_bench
+
+    click.echo(f"Indexing {corpus} with {entries} trigger entries (keyword only)…", err=True)
+    with tempfile.TemporaryDirectory(prefix="apus-bench-") as temporary:
+        folder = scratch or Path(temporary)
+        result = run_hook_bench(corpus, folder, entries=entries, runs=runs)
+    for line in hook_table(result):
+        click.echo(line)
+
+
 @bench.command("vectors")
 @click.option("--vectors", "count", default=118_000, show_default=True, help="Random unit vectors.")
 @click.option(

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from apus.errors import ApusError, IndexCorruptError, Problem
 from apus.index import file_names
 from apus.index.note_filter import NoteFilter
@@ -32,7 +30,12 @@ from apus.index.sqlite import (
 )
 
 if TYPE_CHECKING:  # the writers hand chunks in; a search never imports the chunker
+    import numpy as np
+
     from apus.vault.chunk import Chunk
+
+# numpy is imported by the methods that use it: Claude Code's hook reads trusted entries from
+# the store in a process of its own, where numpy's import would be a third of the answer.
 
 SCHEMA_VERSION = 4
 # Values bound per `IN (...)` query: well under SQLite's default limit of 999 parameters.
@@ -688,6 +691,8 @@ class Store:
         """Every chunk's id, ascending, and its file's id (int64 arrays). SQLite joins each
         column into one string, which numpy reads back: 21 ms at 118k chunks, against 78 ms
         for a row per chunk."""
+        import numpy as np
+
         ids_text, files_text = self._db.execute(
             "SELECT group_concat(id), group_concat(file_id) FROM chunks"
         ).fetchone()
@@ -796,6 +801,8 @@ class Store:
     # -- embeddings ---------------------------------------------------------------------
 
     def cached_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         query = "SELECT key, dims, vector FROM embedding_cache WHERE key IN ({marks})"
         return {
             key: np.frombuffer(blob, dtype=np.float32, count=dims)
@@ -803,6 +810,8 @@ class Store:
         }
 
     def put_vectors(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        import numpy as np
+
         now = time.time()
         self._db.executemany(
             "INSERT OR REPLACE INTO embedding_cache(key, dims, vector, created) VALUES (?,?,?,?)",
@@ -853,6 +862,8 @@ class Store:
     def vectors_for_chunks(
         self, identity_key: str, chunk_ids: Sequence[int]
     ) -> Iterator[tuple[int, np.ndarray]]:
+        import numpy as np
+
         query = (
             "SELECT v.chunk_id, e.dims, e.vector FROM chunk_vectors v "
             "JOIN embedding_cache e ON e.key = v.cache_key "
@@ -890,6 +901,8 @@ def _file_record(row: Sequence[Any]) -> FileRecord:
 
 def _int_list(text: str | None) -> np.ndarray:
     """Integers SQLite's group_concat joined with commas (None: no rows)."""
+    import numpy as np
+
     return np.fromstring(text or "", dtype=np.int64, sep=",")
 
 

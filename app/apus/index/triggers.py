@@ -7,9 +7,13 @@ recall later costs at most one query embedding.
 
 from __future__ import annotations
 
-from apus.embed.base import Embedder
+from typing import TYPE_CHECKING
+
 from apus.index.store import ChunkRecord, FileRecord, Store
 from apus.vault.annotations import annotations_in
+
+if TYPE_CHECKING:
+    from apus.embed.base import Embedder
 
 TRUSTED_FILES = ("MEMORY.md", "USER.md")
 

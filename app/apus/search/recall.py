@@ -8,16 +8,20 @@ costs at most one query embedding and no other model call.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from apus.embed.base import Embedder
 from apus.index.store import ChunkRecord, FileRecord, Store
 from apus.index.triggers import trigger_text, triggers_of, trusted_files
-from apus.index.vectors import cache_key
 from apus.search.snippet import make_snippet
 from apus.vault.annotations import without_annotations
 from apus.vault.text import tokenize
+
+# What only a recall by meaning needs is imported when an embedder is given: Claude Code's hook
+# recalls by words in a short process of its own, where numpy's import would cost a third.
+if TYPE_CHECKING:
+    import numpy as np
+
+    from apus.embed.base import Embedder
 
 MAX_ENTRIES = 3
 # Strong match, hybrid: 0.7·cosine + 0.3·coverage. A paraphrase of a trigger scores about
@@ -56,6 +60,10 @@ def recall(
     query_vector: np.ndarray | None = None
     identity = None
     if embedder is not None:
+        import numpy as np
+
+        from apus.index.vectors import cache_key
+
         # Embed first: a remote embedder learns its width from this call, so asking for the
         # identity afterwards costs no separate probe request.
         query_vector = embedder.embed([embedder.query_text(message)], kind="query")[0]

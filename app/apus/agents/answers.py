@@ -22,7 +22,9 @@ class Passage(_Answer):
     startLine: int
     endLine: int
     score: float = Field(
-        description="what the results are ordered by: relevance x recency x importance"
+        description="what the results are ordered by (never rises down the list): relevance "
+        "x recency x importance, less what a passage above already says (diversity); a note "
+        "the query names comes first, with the best score"
     )
     relevance: float = Field(
         description="how well the passage matches, before recency and importance"

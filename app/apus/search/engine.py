@@ -99,6 +99,10 @@ class Explanation:
     importance: float
     tier: str
     mmr_position: int | None  # 1-based position chosen by MMR; None when MMR was off
+    # relevance × recency weight × importance, before diversity
+    final: float = 0.0
+    # What MMR multiplied `final` by (1.0: nothing above repeats it, or MMR was off)
+    diversity: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -171,10 +175,17 @@ class _Candidate:
     factors: RankFactors
     final: float
     mmr_position: int | None = None
+    # The score it is shown with, the one the list is ordered by (`_ordering_scores`).
+    shown: float = 0.0
 
     @property
     def tier(self) -> PathTier:
         return self.factors.tier
+
+    @property
+    def diversity(self) -> float:
+        """What `final` was multiplied by to give the score shown."""
+        return self.shown / self.final if self.final > 0 and self.shown <= self.final else 1.0
 
 
 @dataclass(frozen=True)
@@ -636,6 +647,8 @@ class Searcher:
         chosen = self._chosen(work, self._weighed(work, legs))
         if options.mmr and len(chosen) > 1:
             chosen = self._diversify(work, chosen, options.mmr_lambda)
+        else:
+            _ordering_scores(chosen, [c.final for c in chosen])
         hits = [_hit(c, work.snippet_of(c.chunk), legs.vector) for c in chosen]
         return self._with_media_facts(work, hits)
 
@@ -793,7 +806,8 @@ class Searcher:
 
     @staticmethod
     def _diversify(work: _RankingWork, chosen: list[_Candidate], lam: float) -> list[_Candidate]:
-        """MMR over body relevance; path-tier hits stay on top."""
+        """MMR over body relevance (each score multiplied by its novelty factor); path-tier
+        hits stay on top."""
         head = [c for c in chosen if c.tier > PathTier.NONE]
         tail = mmr_order(
             [c for c in chosen if c.tier == PathTier.NONE],
@@ -801,9 +815,14 @@ class Searcher:
             tokens=lambda c: work.term_set_of(c.chunk),
             lam=lam,
         )
-        ordered = _best_chunk_first(head + tail)
+        placed = head + [d.item for d in tail]
+        values = [c.final for c in head] + [d.item.final * d.factor for d in tail]
+        # A note leads with its best passage: within the places its passages hold, they are
+        # put in score order, and each takes the score of the place it takes.
+        ordered = _best_chunk_first(placed)
         for position, candidate in enumerate(ordered, start=1):
             candidate.mmr_position = position
+        _ordering_scores(ordered, values)
         return ordered
 
     # -- store access -------------------------------------------------------------------
@@ -847,7 +866,7 @@ def _hit(c: _Candidate, snippet: Snippet, vector_hits: dict[int, float] | None) 
         start_line=c.chunk.start_line,
         end_line=c.chunk.end_line,
         heading=c.chunk.heading,
-        score=readable_score(c.final),
+        score=readable_score(c.shown),
         snippet=snippet.text,
         highlights=snippet.highlights,
         note_date=c.chunk.note_date,
@@ -864,8 +883,20 @@ def _hit(c: _Candidate, snippet: Snippet, vector_hits: dict[int, float] | None) 
             importance=c.factors.importance,
             tier=c.tier.name.lower(),
             mmr_position=c.mmr_position,
+            final=c.final,
+            diversity=c.diversity,
         ),
     )
+
+
+def _ordering_scores(ordered: list[_Candidate], values: list[float]) -> None:
+    """Give each candidate the score it is shown with: `values[i]` for the i-th place
+    (final × MMR's factor, which never rises down the list), except that the notes the
+    query names, placed first whatever they score, show the answer's best score (their own
+    match stays in the relevance)."""
+    best = max(values, default=0.0)
+    for candidate, value in zip(ordered, values, strict=True):
+        candidate.shown = best if candidate.tier > PathTier.NONE else value
 
 
 def _title_and_headings(chunks: list[ChunkRecord]) -> str:

@@ -116,6 +116,7 @@ async def test_every_tool_on_a_known_vault(vault: Path) -> None:
             "text": "# Router",
             "from": 1,
             "lines": 1,
+            "totalLines": 3,
             "truncated": True,
             "nextFrom": 2,
         }

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ queries = st.one_of(
 
 
 def _never_rises(scores: Sequence[float], what: str) -> None:
-    for upper, lower in zip(scores, scores[1:], strict=False):
+    for upper, lower in pairwise(scores):
         assert lower <= upper, f"{what}: {list(scores)}"
 
 

@@ -119,7 +119,12 @@ class NoteWindow(_Answer):
     text: str
     from_: int = Field(alias="from", description="first line of `text`, 1-based")
     lines: int = Field(description="lines in `text`")
-    truncated: bool = Field(description="more lines follow; call again with from=nextFrom")
+    totalLines: int = Field(description="lines in the whole note")
+    truncated: bool = Field(
+        description="what was asked for goes on past `text` (the note, for a plain path; the "
+        "citation's range, for path#L12-L30): call again with from=nextFrom. A citation "
+        "read whole is not truncated; totalLines says how far the note goes on"
+    )
     nextFrom: int | None = None
 
 
@@ -179,4 +184,7 @@ class WriteAnswer(_Answer):
     created: bool = Field(description="the daily note did not exist before this entry")
     indexed: bool = Field(
         description="the entry is searchable now (false: another process is indexing; it will be)"
+    )
+    notices: list[str] | None = Field(
+        None, description="what to know about where the entry went (e.g. triggers not recalled)"
     )

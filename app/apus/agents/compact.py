@@ -106,13 +106,20 @@ def _trimmed(
     dropped = len(answer.results) - len(results)
     shortened = [_cut(p, cut) for p in results]
     changed = sum(1 for a, b in zip(results, shortened, strict=True) if a.snippet != b.snippet)
-    said = [f"maxChars {max_chars}:"]
+    said = []
     if changed:
-        said.append(f"{changed} snippets cut to {cut} characters")
+        said.append(f"{changed} {_plural(changed, 'snippet')} cut to {cut} characters")
     if dropped:
-        said.append(f"{dropped} lower passages left out (ask for fewer, or a larger maxChars)")
-    notices = [*(answer.notices or ()), " ".join(said)]
+        said.append(
+            f"{dropped} lower {_plural(dropped, 'passage')} left out (ask for fewer, or a "
+            "larger maxChars)"
+        )
+    notices = [*(answer.notices or ()), f"maxChars {max_chars}: " + "; ".join(said)]
     return answer.model_copy(update={"results": shortened, "notices": notices})
+
+
+def _plural(count: int, noun: str) -> str:
+    return noun if count == 1 else noun + "s"
 
 
 def _cut(passage: Passage, cut: int) -> Passage:

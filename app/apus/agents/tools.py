@@ -49,7 +49,7 @@ from apus.memory.writer import Entry, Target
 from apus.search.engine import SearchHit, SearchResponse
 from apus.search.options import SearchOptions
 from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
-from apus.search.query import ParsedQuery
+from apus.search.query import ParsedQuery, require_words
 from apus.search.ranking import readable_score
 from apus.search.time_words import ACCEPTED, TimeWordsError, bound
 from apus.vault.transcripts import session_key_of
@@ -140,6 +140,10 @@ class AgentTools:
         note with memory_get. Filters narrow the search before ranking. With corpus
         "sessions" or "all", indexed agent transcripts the asker may see are searched too
         (their hits have source "sessions"; read them with sessions_history)."""
+        try:
+            require_words(query)
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
         window, words = _time_window(query, since, until, self.today())
         filters = NoteFilter(
             path_prefixes=tuple(normalise_prefix(p) for p in paths or ()),
@@ -211,6 +215,7 @@ class AgentTools:
             text=window.text,
             from_=window.start,
             lines=window.lines,
+            totalLines=window.total_lines,
             truncated=window.truncated,
             nextFrom=window.next_start,
         )
@@ -247,7 +252,10 @@ class AgentTools:
     ) -> Annotated[CallToolResult, RecallAnswer]:
         """Entries of MEMORY.md and USER.md whose trigger phrases strongly match a message
         (at most 3; usually none). Cheap: at most one query embedding."""
-        entries = self.memory.recall(message)
+        try:
+            entries = self.memory.recall(message)
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
         answer = RecallAnswer(
             entries=[
                 RecallTrigger(
@@ -310,12 +318,14 @@ class AgentTools:
             citation=place.citation,
             created=place.created,
             indexed=written.indexed,
+            notices=list(written.notices) or None,
         )
         text_form = f"Written to {place.citation}" + (
             "; searchable now."
             if written.indexed
             else "; it will be searchable after the sync another process is running."
         )
+        text_form += "".join(f"\nNote: {notice}." for notice in written.notices)
         return _reply(answer, text=text_form)
 
     def now(self) -> dt.datetime:

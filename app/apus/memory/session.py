@@ -29,7 +29,7 @@ from apus.memory.transcript_reader import (
 )
 from apus.search.engine import Searcher, SearchHit, SearchResponse
 from apus.search.options import SearchOptions
-from apus.search.query import ParsedQuery
+from apus.search.query import ParsedQuery, require_words
 
 # What only indexing, status, writing, recall, search by meaning or a live session needs is
 # imported where it is used: a one-shot search starts a new process each time and pays for
@@ -56,6 +56,15 @@ INDEX_WAIT_S = 120.0
 class WrittenMemory:
     entry: WrittenEntry
     indexed: bool  # searchable when the call returned
+    notices: tuple[str, ...] = ()  # what the writer should know about where it went
+
+
+# Said when an entry's triggers go where recall does not read them.
+UNRECALLED_TRIGGERS = (
+    "its triggers were written, but recall (memory_recall, apus memory recall) reads "
+    "triggers only in MEMORY.md and USER.md: write the entry there to have them recall "
+    "it (search finds it either way)"
+)
 
 
 @dataclass(frozen=True)
@@ -169,6 +178,8 @@ class Memory:
         self, query: str | ParsedQuery, options: SearchOptions | None = None
     ) -> SearchResponse:
         """Both legs, merged (or what can run, and why the rest cannot)."""
+        if isinstance(query, str):
+            require_words(query)
         searcher = self.searcher()
         self._repair_keyword(searcher)
         options = self._scoped(options)
@@ -235,10 +246,13 @@ class Memory:
     def write(self, entry: Entry, now: dt.datetime) -> WrittenMemory:
         """Append an agent's entry to a memory note (when writing is on), then index it, so
         the next search finds it. `now` names the daily note and stamps the entry."""
+        from apus.index.triggers import TRUSTED_FILES
         from apus.memory.writer import append_entry
 
         written = append_entry(self.settings, self.index_dir, entry, now)
-        return WrittenMemory(written, self._index_now())
+        unrecalled = bool(entry.triggers) and written.path not in TRUSTED_FILES
+        notices = (UNRECALLED_TRIGGERS,) if unrecalled else ()
+        return WrittenMemory(written, self._index_now(), notices)
 
     def _index_now(self) -> bool:
         """Bring the index up to date before answering; False when another process holds
@@ -256,6 +270,7 @@ class Memory:
         """Trigger recall over MEMORY.md / USER.md; vectors help when they can."""
         from apus.search.recall import recall
 
+        require_words(message, what="message")
         if not Store.exists(self.index_dir):
             return []
         # Trigger vectors are looked up by identity key, so a stale or missing set simply

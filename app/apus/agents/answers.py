@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from apus.indexing.progress import PHASE_LABELS
+
 
 class _Answer(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
@@ -67,9 +69,13 @@ class TimeWindow(_Answer):
 
 
 class Indexing(_Answer):
-    """Notes are still being read into the index: results may miss those not read yet."""
+    """The index is still being built: results may miss notes not read yet, or (while
+    passages are embedded) passages only meaning would find."""
 
-    phase: str = Field(description='what the sync is doing, e.g. "Reading notes"')
+    phase: str = Field(
+        description='what the sync is doing: "Starting", "Reading notes", "Building keyword '
+        'index", "Embedding passages"'
+    )
     done: int
     total: int = Field(description="0 while the number is not known yet")
     eta: float | None = Field(None, description="seconds left, when there is an estimate")
@@ -77,10 +83,14 @@ class Indexing(_Answer):
     def describe(self) -> str:
         count = f" {self.done} of {self.total}" if self.total else ""
         left = f", about {self.eta:.0f} s left" if self.eta is not None else ""
-        return (
-            f"{self.phase}{count}{left}; results may miss notes not read yet (ask again "
-            "when indexing is done)"
-        )
+        if self.phase == PHASE_LABELS["embed"]:
+            meaning = (
+                "every note is searchable by its words; search by meaning covers the passages "
+                "embedded so far"
+            )
+        else:
+            meaning = "results may miss notes not read yet (ask again when indexing is done)"
+        return f"{self.phase}{count}{left}; {meaning}"
 
 
 class SearchAnswer(_Answer):
@@ -98,7 +108,9 @@ class SearchAnswer(_Answer):
         None, description="the dates results were held to, and what they were read from"
     )
     indexing: Indexing | None = Field(
-        None, description="set while notes are still being read into the index"
+        None,
+        description="set while the index is being built (from the server's start, until it "
+        "covers the vault): what is being done, and how far",
     )
     coverage: float | None = Field(
         default=None,

@@ -342,8 +342,17 @@ class AgentTools:
         status["watching"] = self.memory.watch_live
         # Files in the store are not yet files keyword search finds: say both.
         ready, reason = self.memory.searcher().keyword_ready()
-        status["keywordIndex"] = {"ready": ready, **({"reason": reason} if reason else {})}
         indexing = self.indexing.current()
+        if self.indexing.building():
+            # Not a command to run: this server is building it now, and says how far.
+            ready, reason = (
+                False,
+                "being built by this server"
+                + (f" ({indexing.describe()})" if indexing is not None else ""),
+            )
+            status["keyword"] = reason
+            _embedded_later(status["embeddings"])
+        status["keywordIndex"] = {"ready": ready, **({"reason": reason} if reason else {})}
         if indexing is not None:
             status["indexing"] = indexing.model_dump(exclude_none=True)
         return status
@@ -447,6 +456,17 @@ def _passage(hit: SearchHit, weak: bool, coverage: float | None) -> Passage:
         relevance=readable_score(hit.explain.merged),
         weak=True if weak else None,
     )
+
+
+def _embedded_later(embeddings: dict[str, Any]) -> None:
+    """While this server builds the index, vectors a provider can make are not missing for
+    the user to fix: they are made once the notes are read."""
+    if embeddings.get("state") == "keyword-only" and "identity" in embeddings:
+        embeddings["reason"] = (
+            "this server embeds the passages once the notes are read; search by meaning "
+            "starts with the first ones"
+        )
+        embeddings.pop("fix", None)
 
 
 def _model_name(memory: Memory) -> str | None:

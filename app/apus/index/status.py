@@ -178,9 +178,12 @@ def collect_status(
     embeddings: EmbeddingsState | None = None,
     *,
     last_sync: LastSync | None = None,
+    building: str = "",
 ) -> IndexStatus:
     """The index's own facts; `embeddings` comes from the session, which knows the provider,
-    and so may `last_sync` (else the outcome recorded beside the index is read)."""
+    and so may `last_sync` (else the outcome recorded beside the index is read). `building`:
+    how far a sync that is reading the notes now has got, which the keyword line says in
+    place of a command to run."""
     vault = settings.vault_path()
     index_dir = settings.index_dir()
     base: dict[str, Any] = {
@@ -200,7 +203,7 @@ def collect_status(
             replaced_utf8=(),
             index_bytes=0,
             last_sync=None,
-            keyword="not indexed yet (run `apus memory index`)",
+            keyword=_being_built(building) or "not indexed yet (run `apus memory index`)",
             **base,
         )
     store = Store(index_dir, readonly=True)
@@ -221,7 +224,14 @@ def collect_status(
         store.close()
     keyword = KeywordIndex(index_dir)
     state = keyword.state()
-    if not state.usable:
+    if building:
+        # It covers the notes read so far, not the vault: not "ready", nor a command to run.
+        keyword_text = (
+            f"being brought up to date by another Apus process ({building})"
+            if last
+            else _being_built(building)
+        )
+    elif not state.usable:
         keyword_text = f"needs a rebuild ({state.reason}); the next sync or search rebuilds it"
     elif state.generation != generation:
         keyword_text = "behind the store; the next sync or search brings it up to date"
@@ -246,6 +256,10 @@ def collect_status(
         problems=problems,
         **base,
     )
+
+
+def _being_built(building: str) -> str:
+    return f"being built by another Apus process ({building})" if building else ""
 
 
 def _folder_bytes(folder: Path) -> int:

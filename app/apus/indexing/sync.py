@@ -351,7 +351,8 @@ class _BatchWriter:
             return
         ids, self._unmirrored = self._unmirrored, []
         self._mirror_at *= _MIRROR_GROWTH
-        chunks, generation = self.store.iter_chunks(ids), self.store.generation()
+        chunks = _telling_files(self.store.iter_chunks(ids), len(ids), self.emit)
+        generation = self.store.generation()
         self._keyword_write(lambda: self.keyword.grow(add_chunks=chunks, generation=generation))
 
     def mirror(self, remove: list[int], add: Iterable[ChunkRecord], generation: int) -> None:
@@ -431,6 +432,26 @@ class _Telling:
             return
         self._reading.publish(event)
         self._phase = event.phase
+
+
+def _telling_files(
+    chunks: Iterable[ChunkRecord], files: int, emit: ProgressCallback
+) -> Iterator[ChunkRecord]:
+    """`chunks` (of `files` notes, note by note) as the keyword index takes them, telling
+    how many notes it holds so far: the last stretch of a first index is most of the vault,
+    and writing it takes a while after the last note is read."""
+    eta = Eta()
+    emit(SyncProgress("keyword", 0, files))
+    done, last = 0, None
+    for chunk in chunks:
+        if chunk.file_id != last:
+            if last is not None:
+                done += 1
+                if done % _BATCH_FILES == 0:
+                    emit(SyncProgress("keyword", done, files, eta(done, files)))
+            last = chunk.file_id
+        yield chunk
+    emit(SyncProgress("keyword", files, files))
 
 
 def _reporting(chunks: Iterable[Chunk], size: int, emit: ProgressCallback) -> Iterator[Chunk]:

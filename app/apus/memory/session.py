@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -293,7 +294,17 @@ class Memory:
     def status(self, *, deep: bool = False) -> IndexStatus:
         from apus.index.status import collect_status
 
-        return collect_status(self.settings, self.embeddings(deep=deep), last_sync=self.last_sync)
+        reading = self.reading(other_than=os.getpid())
+        building = ""
+        if reading is not None:
+            count = f" {reading.done} of {reading.total}" if reading.total else ""
+            building = reading.label + count
+        return collect_status(
+            self.settings,
+            self.embeddings(deep=deep),
+            last_sync=self.last_sync,
+            building=building,
+        )
 
     @property
     def last_sync(self) -> LastSync | None:
@@ -303,12 +314,21 @@ class Memory:
 
         return newer(self._last_sync, read_last_sync(self.index_dir))
 
-    def reading(self) -> SyncProgress | None:
-        """How far a sync (this session's or another process's) has read the notes, while
-        it still reads them: searches until then cover only the notes read so far."""
+    def reading(self, *, other_than: int | None = None) -> SyncProgress | None:
+        """How far a sync (this session's or another process's; not process `other_than`'s)
+        has read the notes, while it still reads them: searches until then cover only the
+        notes read so far."""
         from apus.indexing.reading_progress import reading_progress
 
-        return reading_progress(self.index_dir)
+        return reading_progress(self.index_dir, other_than=other_than)
+
+    def index_complete(self) -> bool:
+        """Whether a sync has read the whole vault into this index (the store records when
+        one last finished) and keyword search covers everything stored."""
+        with self._read_store() as store:
+            if store is None or store.get_meta("last_sync") is None:
+                return False
+        return self.searcher().keyword_ready()[0]
 
     def embeddings(self, *, deep: bool = False) -> EmbeddingsState:
         from apus.memory.embeddings import embeddings_state

@@ -29,8 +29,8 @@ async def test_memory_get_reads_a_citation(vault: Path) -> None:
         hit = (await call(session, "memory_search", query="hash"))["results"][0]
         cited = await call(session, "memory_get", path=hit["citation"])
         assert cited["path"] == "notes/c#sharp.md"
-        assert cited["from"] == hit["startLine"]
-        assert cited["lines"] == hit["endLine"] - hit["startLine"] + 1
+        start, end = (int(n) for n in hit["citation"].rsplit("#L", 1)[1].split("-L"))
+        assert (cited["from"], cited["lines"]) == (start, end - start + 1)
 
         window = await call(session, "memory_get", path="notes/long.md#L10-L12")
         assert window["text"] == "line 10\nline 11\nline 12"

@@ -21,8 +21,6 @@ class Media(_Answer):
 
 class Passage(_Answer):
     path: str = Field(description="The note, relative to the vault (pass it to memory_get)")
-    startLine: int
-    endLine: int
     score: float = Field(
         description="what the results are ordered by (never rises down the list): relevance "
         "x recency x importance, less what a passage above already says (diversity); a note "
@@ -31,9 +29,14 @@ class Passage(_Answer):
     relevance: float = Field(
         description="how well the passage matches, before recency and importance"
     )
-    snippet: str
+    snippet: str = Field(
+        description="the passage around the words that matched, at most 150 columns (a CJK "
+        "character counts two); memory_get on the citation reads it whole"
+    )
     source: str = Field(description='"memory" (notes) or "sessions" (agent transcripts)')
-    citation: str = Field(description="path#L<start>-L<end>, for citing the passage")
+    citation: str = Field(
+        description="path#L<start>-L<end>: the passage's lines, for citing it and for memory_get"
+    )
     media: Media | None = Field(
         None, description="set when the result is an image or audio file: its type and size"
     )

@@ -32,7 +32,7 @@ from apus.agents.answers import (
     TranscriptMatchAnswer,
     WriteAnswer,
 )
-from apus.agents.compact import MIN_MAX_CHARS, fit, render_text, structured
+from apus.agents.compact import MIN_MAX_CHARS, SNIPPET_COLUMNS, fit, render_text, structured
 from apus.agents.indexing import IndexingWatch
 from apus.embed.base import redact
 from apus.errors import ApusError, ProviderUnavailableError
@@ -51,6 +51,7 @@ from apus.search.options import SearchOptions
 from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
 from apus.search.query import ParsedQuery, require_words
 from apus.search.ranking import readable_score
+from apus.search.snippet import Snippet, within_columns
 from apus.search.time_words import ACCEPTED, TimeWordsError, bound
 from apus.vault.transcripts import session_key_of
 
@@ -451,8 +452,12 @@ class AgentTools:
 
 
 def _passage(hit: SearchHit, weak: bool, coverage: float | None) -> Passage:
+    fields = hit_json(hit, case="camel", coverage=coverage)
+    # The citation holds the lines; an answer is read by a model, and every byte is its.
+    del fields["startLine"], fields["endLine"]
+    fields["snippet"] = within_columns(Snippet(hit.snippet, hit.highlights), SNIPPET_COLUMNS).text
     return Passage(
-        **hit_json(hit, case="camel", coverage=coverage),
+        **fields,
         relevance=readable_score(hit.explain.merged),
         weak=True if weak else None,
     )

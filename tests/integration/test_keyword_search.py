@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from apus.config import Settings
+from apus.search.query import EmptyQueryError
 from apus.vault.text import fold
 
 from .helpers import make_settings, search, search_paths, sync, vault_digest, write_note
@@ -207,7 +208,9 @@ def test_limit_and_no_match(tmp_path: Path) -> None:
     assert len(search_paths(settings, "heron", limit=3)) == 3
     assert len(search_paths(settings, "heron", limit=20)) == 8
     assert search_paths(settings, "xylophone") == []
-    assert search_paths(settings, "   ") == []
+    # A blank query is refused with the fix, not answered with nothing.
+    with pytest.raises(EmptyQueryError, match="nothing to search for"):
+        search_paths(settings, "   ")
 
 
 def test_english_word_forms_find_each_other(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ EXPLAIN_KEYS = {
     "mmr_position",
     "final",
     "diversity",
+    "language",
 }
 
 
@@ -395,6 +396,7 @@ def test_explain_through_the_cli(tmp_path: Path) -> None:
         assert explain["final"] == pytest.approx(
             explain["merged"] * explain["recency_weight"] * explain["importance"]
         )
+        assert explain["language"] == 1.0  # one language: nothing to prefer
         assert hit["score"] == pytest.approx(explain["final"] * explain["diversity"], abs=1e-5)
     assert results[0]["explain"]["importance"] == pytest.approx(1.25)
     assert results[1]["explain"]["recency"] == pytest.approx(0.5)

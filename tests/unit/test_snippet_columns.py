@@ -24,17 +24,30 @@ def test_cjk_counts_two_columns_and_the_match_is_kept() -> None:
     at = text.index("解压")
     cut = within_columns(Snippet(text, ((at, at + 2),)), 60)
     assert _width(cut.text) <= 60
-    (start, end), = cut.highlights
+    ((start, end),) = cut.highlights
     assert cut.text[start:end] == "解压"
     assert cut.text.startswith("…") and cut.text.endswith("…")
 
 
 def test_english_is_cut_at_words_around_the_best_highlights() -> None:
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi".split()
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "iota",
+        "kappa",
+        "lambda",
+        "mu",
+        "nu",
+        "xi",
+    ]
     text = " ".join(words * 6)
-    spans = tuple(
-        (i, i + 5) for i in range(len(text)) if text.startswith("kappa", i)
-    )
+    spans = tuple((i, i + 5) for i in range(len(text)) if text.startswith("kappa", i))
     cut = within_columns(Snippet(text, spans), 80)
     assert len(cut.text) <= 80
     body = cut.text.strip("…")

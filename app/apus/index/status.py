@@ -222,21 +222,7 @@ def collect_status(
         generation = store.generation()
     finally:
         store.close()
-    keyword = KeywordIndex(index_dir)
-    state = keyword.state()
-    if building:
-        # It covers the notes read so far, not the vault: not "ready", nor a command to run.
-        keyword_text = (
-            f"being brought up to date by another Apus process ({building})"
-            if last
-            else _being_built(building)
-        )
-    elif not state.usable:
-        keyword_text = f"needs a rebuild ({state.reason}); the next sync or search rebuilds it"
-    elif state.generation != generation:
-        keyword_text = "behind the store; the next sync or search brings it up to date"
-    else:
-        keyword_text = "ready"
+    keyword_text = _keyword_line(index_dir, generation, building, synced=bool(last))
     size = _folder_bytes(index_dir)
     synced_at = (
         dt.datetime.fromtimestamp(float(last), tz=dt.UTC).astimezone().isoformat(timespec="seconds")
@@ -256,6 +242,21 @@ def collect_status(
         problems=problems,
         **base,
     )
+
+
+def _keyword_line(index_dir: Path, generation: int, building: str, *, synced: bool) -> str:
+    """What status says of the keyword index: ready, or why not, or how far it is built."""
+    if building:
+        # It covers the notes read so far, not the vault: not "ready", nor a command to run.
+        if synced:
+            return f"being brought up to date by another Apus process ({building})"
+        return _being_built(building)
+    state = KeywordIndex(index_dir).state()
+    if not state.usable:
+        return f"needs a rebuild ({state.reason}); the next sync or search rebuilds it"
+    if state.generation != generation:
+        return "behind the store; the next sync or search brings it up to date"
+    return "ready"
 
 
 def _being_built(building: str) -> str:

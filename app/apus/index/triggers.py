@@ -10,8 +10,9 @@ from __future__ import annotations
 from apus.embed.base import Embedder
 from apus.index.store import ChunkRecord, FileRecord, Store
 from apus.vault.annotations import annotations_in
+from apus.vault.memory_notes import MEMORY_FILES
 
-TRUSTED_FILES = ("MEMORY.md", "USER.md")
+TRUSTED_FILES = MEMORY_FILES
 
 
 def trusted_files(store: Store) -> list[FileRecord]:

@@ -39,7 +39,14 @@ from apus.errors import Problem, ProviderUnavailableError
 from apus.index.keyword import KeywordIndex
 from apus.index.note_filter import NoteFilter
 from apus.index.store import ChunkFacts, ChunkRecord, Store
-from apus.search.chunk_table import Candidates, ChunkTable, Weights, read_candidates, weigh
+from apus.search.chunk_table import (
+    Candidates,
+    ChunkTable,
+    Weights,
+    language_weights,
+    read_candidates,
+    weigh,
+)
 from apus.search.hybrid import MergedScore, leg_weights, merge_legs
 from apus.search.mmr import mmr_order
 from apus.search.options import Mode, ResolvedOptions, SearchOptions
@@ -103,6 +110,8 @@ class Explanation:
     final: float = 0.0
     # What MMR multiplied `final` by (1.0: nothing above repeats it, or MMR was off)
     diversity: float = 1.0
+    # 1.0, or languageWeight for a note in another language than the query's candidates'
+    language: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -228,6 +237,7 @@ class _Pool:
             importance=float(weights.importance[position]),
             tier=PathTier(int(self.tiers[position])),
             recency_weight=float(weights.recency_weight[position]),
+            language=1.0 if weights.language is None else float(weights.language[position]),
         )
         return _Candidate(record, self.scores[position], factors, float(self.final[position]))
 
@@ -703,8 +713,10 @@ class Searcher:
         ]
         tiers = self._tiers(work, candidates, paths)
         weights = weigh(candidates, options, work.today)
-        # As `final_score`: relevance × recency weight × importance, in that order.
-        final = relevance * weights.recency_weight * weights.importance
+        language = language_weights(candidates, relevance, options.language_weight)
+        weights = replace(weights, language=language)
+        # As `final_score`: relevance × recency weight × importance × language, in that order.
+        final = relevance * weights.recency_weight * weights.importance * language
         return _Pool(candidates, scores, relevance, keyword, tiers, weights, final)
 
     def _candidates(
@@ -885,6 +897,7 @@ def _hit(c: _Candidate, snippet: Snippet, vector_hits: dict[int, float] | None) 
             mmr_position=c.mmr_position,
             final=c.final,
             diversity=c.diversity,
+            language=c.factors.language,
         ),
     )
 

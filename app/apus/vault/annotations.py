@@ -12,8 +12,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apus.vault.markdown import heading
-
 _ANNOTATION = re.compile(r"<!--\s*(importance|triggers)\s*:\s*(.*?)\s*-->", re.IGNORECASE)
 TRIGGER_SEPARATOR = ";"
 IMPORTANCE_RANGE = (1, 10)
@@ -75,6 +73,9 @@ def entry_span(text: str, trigger: str) -> tuple[int, int] | None:
     A passage may hold several entries (a chunk of MEMORY.md holds as many as fit); a
     trigger speaks for its own entry, so recall cites that one.
     """
+    # Markdown's rules are recall's, not a search's: imported here.
+    from apus.vault.markdown import heading
+
     lines = text.splitlines()
     at = next((i for i, line in enumerate(lines) if trigger in _triggers_of_line(line)), None)
     if at is None:

@@ -13,9 +13,11 @@ A search (`search_stages`) runs these steps, marked "Step N" in its body:
 7. Wait for the vector leg.
 8. Rank (`_rank`): merge the legs' scores (weights from config, else leaning on exact words
    for an identifier lookup), add the notes the query names, weigh each candidate by
-   recency, importance and path tier, select by `minScore`, diversify with MMR, build the
-   hits. What ranking learns about a chunk (its record, factors, snippet) and the notes the
-   query names are kept for the search (`_RankingWork`): step 8 reuses step 5's.
+   recency, importance (the agent's own memory weighed up), language and path tier, select
+   by `minScore`, diversify with MMR (a factor of each score: the score a hit shows is the
+   one the list is ordered by), build the hits. What ranking learns about a chunk (its
+   record, factors, snippet) and the notes the query names are kept for the search
+   (`_RankingWork`): step 8 reuses step 5's.
 
 It only reads: a keyword index that is missing, damaged or behind the store is reported
 (`keyword_needs_repair`) for the session to repair through the Indexer, never rebuilt here.
@@ -106,7 +108,7 @@ class Explanation:
     importance: float
     tier: str
     mmr_position: int | None  # 1-based position chosen by MMR; None when MMR was off
-    # relevance × recency weight × importance, before diversity
+    # relevance × recency weight × importance × language, before diversity
     final: float = 0.0
     # What MMR multiplied `final` by (1.0: nothing above repeats it, or MMR was off)
     diversity: float = 1.0

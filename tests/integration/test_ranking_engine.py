@@ -38,6 +38,7 @@ EXPLAIN_KEYS = {
     "final",
     "diversity",
     "language",
+    "curated",
 }
 
 
@@ -94,20 +95,23 @@ def test_recency_halves_every_30_days_and_memory_is_evergreen(tmp_path: Path) ->
     assert found["MEMORY.md"].explain.recency == 1.0  # evergreen
     assert found[month].explain.recency == pytest.approx(0.5)
     assert found[old].explain.recency == pytest.approx(0.25)
-    assert found["MEMORY.md"].explain.final == found[today].explain.final == 1.0
+    assert found[today].explain.final == 1.0
+    # MEMORY.md never decays; as the agent's own memory it is weighed up (curatedWeight).
+    assert found["MEMORY.md"].explain.curated == 1.5 and found[today].explain.curated == 1.0
+    assert found["MEMORY.md"].explain.final == pytest.approx(1.5)
     # The shipped floor (0.9): a score keeps 0.9 + 0.1·decay of its relevance.
     assert found[month].explain.recency_weight == pytest.approx(0.95)
     assert found[month].explain.final / found[today].explain.final == pytest.approx(0.95)
     assert found[old].explain.final / found[today].explain.final == pytest.approx(0.925)
     # Four copies of one text: each below the first repeats it, and shows 0.7 of its score.
-    assert hits[0].score == 1.0
+    assert hits[0].path == "MEMORY.md" and hits[0].score == 1.5
     for hit in hits[1:]:
         assert hit.explain.diversity == pytest.approx(0.7)
         assert hit.score == pytest.approx(0.7 * hit.explain.final, abs=1e-5)
 
     flat = _search(settings, "greenhouse heater", recency=False, mmr=False).hits
     assert len(flat) == 4
-    assert {hit.score for hit in flat} == {1.0}
+    assert {hit.score for hit in flat if hit.path != "MEMORY.md"} == {1.0}
     assert {hit.explain.recency for hit in flat} == {1.0}
 
 
@@ -394,7 +398,11 @@ def test_explain_through_the_cli(tmp_path: Path) -> None:
         assert set(explain) == EXPLAIN_KEYS
         assert explain["mmr_position"] == position
         assert explain["final"] == pytest.approx(
-            explain["merged"] * explain["recency_weight"] * explain["importance"]
+            explain["merged"]
+            * explain["recency_weight"]
+            * explain["importance"]
+            * explain["curated"]
+            * explain["language"]
         )
         assert explain["language"] == 1.0  # one language: nothing to prefer
         assert hit["score"] == pytest.approx(explain["final"] * explain["diversity"], abs=1e-5)

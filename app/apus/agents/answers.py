@@ -23,8 +23,8 @@ class Passage(_Answer):
     path: str = Field(description="The note, relative to the vault (pass it to memory_get)")
     score: float = Field(
         description="what the results are ordered by (never rises down the list): relevance "
-        "x recency x importance, less what a passage above already says (diversity); a note "
-        "the query names comes first, with the best score"
+        "x recency x importance x curated memory x language, less what a passage above "
+        "already says (diversity); a note the query names comes first, with the best score"
     )
     relevance: float = Field(
         description="how well the passage matches, before recency and importance"

@@ -52,20 +52,23 @@ class Candidates:
 @dataclass(frozen=True)
 class Weights:
     """Per candidate: its note's decay (`recency`), what that decay multiplies its score by,
-    and its importance multiplier."""
+    its importance multiplier, its language factor and its curated memory's weight."""
 
     recency: np.ndarray
     recency_weight: np.ndarray
     importance: np.ndarray
     language: np.ndarray | None = None  # `language_weights`, once relevance is known
+    curated: np.ndarray | None = None  # curatedWeight for the agent's own memory, else 1
 
     def only(self, positions: np.ndarray) -> Weights:
         language = None if self.language is None else self.language[positions]
+        curated = None if self.curated is None else self.curated[positions]
         return Weights(
             self.recency[positions],
             self.recency_weight[positions],
             self.importance[positions],
             language,
+            curated,
         )
 
 
@@ -211,9 +214,10 @@ def weigh(candidates: Candidates, options: ResolvedOptions, today: dt.date) -> W
         # An entry's own annotation speaks for its passage before the note's.
         own = annotations_in(annotated).importance if annotated else None
         importance[position] = importance_factor(own or note_importance)
+    curated = np.ones(count, dtype=np.float64)
     if options.curated_weight != 1.0 and count:
-        importance[_curated(candidates)] *= options.curated_weight
-    return Weights(recency, weight, importance)
+        curated[_curated(candidates)] = options.curated_weight
+    return Weights(recency, weight, importance, curated=curated)
 
 
 def _curated(candidates: Candidates) -> np.ndarray:

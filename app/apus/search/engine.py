@@ -108,12 +108,14 @@ class Explanation:
     importance: float
     tier: str
     mmr_position: int | None  # 1-based position chosen by MMR; None when MMR was off
-    # relevance × recency weight × importance × language, before diversity
+    # relevance × recency weight × importance × curated × language, before diversity
     final: float = 0.0
     # What MMR multiplied `final` by (1.0: nothing above repeats it, or MMR was off)
     diversity: float = 1.0
     # 1.0, or languageWeight for a note in another language than the query's candidates'
     language: float = 1.0
+    # 1.0, or curatedWeight for a passage of the agent's own memory
+    curated: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -240,6 +242,7 @@ class _Pool:
             tier=PathTier(int(self.tiers[position])),
             recency_weight=float(weights.recency_weight[position]),
             language=1.0 if weights.language is None else float(weights.language[position]),
+            curated=1.0 if weights.curated is None else float(weights.curated[position]),
         )
         return _Candidate(record, self.scores[position], factors, float(self.final[position]))
 
@@ -717,8 +720,9 @@ class Searcher:
         weights = weigh(candidates, options, work.today)
         language = language_weights(candidates, relevance, options.language_weight)
         weights = replace(weights, language=language)
-        # As `final_score`: relevance × recency weight × importance × language, in that order.
-        final = relevance * weights.recency_weight * weights.importance * language
+        curated = weights.curated if weights.curated is not None else 1.0
+        # As `final_score`: relevance × recency weight × importance × curated × language.
+        final = relevance * weights.recency_weight * weights.importance * curated * language
         return _Pool(candidates, scores, relevance, keyword, tiers, weights, final)
 
     def _candidates(
@@ -900,6 +904,7 @@ def _hit(c: _Candidate, snippet: Snippet, vector_hits: dict[int, float] | None) 
             final=c.final,
             diversity=c.diversity,
             language=c.factors.language,
+            curated=c.factors.curated,
         ),
     )
 

@@ -101,7 +101,7 @@ async def test_every_tool_on_a_known_vault(vault: Path) -> None:
         assert "fallback" not in found and found["debug"] == {}
         first = found["results"][0]
         assert first["path"] == "daily/2026-11-20.md"
-        assert first["citation"] == f"daily/2026-11-20.md#L{first['startLine']}-L{first['endLine']}"
+        assert first["citation"] == "daily/2026-11-20.md#L1-L3"
         assert first["source"] == "memory"
         tagged = await call(session, "memory_search", query="balcony", tags=["home"])
         assert [hit["path"] for hit in tagged["results"]] == ["notes/garden.md"]
@@ -116,6 +116,7 @@ async def test_every_tool_on_a_known_vault(vault: Path) -> None:
             "text": "# Router",
             "from": 1,
             "lines": 1,
+            "totalLines": 3,
             "truncated": True,
             "nextFrom": 2,
         }

@@ -189,7 +189,10 @@ async def test_importance_and_triggers_of_one_entry_of_a_multi_entry_note(vault:
         for entry in (plain, other):
             hit = passage_of(entry)
             assert hit["explain"]["importance"] == pytest.approx(1.0)
-            assert hits[0]["score"] == pytest.approx(1.25 * hit["score"], rel=0.02)
+            # Its importance, and (annotated: the agent's own entry) the curated weight.
+            assert hits[0]["explain"]["curated"] == 1.5 and hit["explain"]["curated"] == 1.0
+            final = hit["explain"]["final"]
+            assert hits[0]["explain"]["final"] == pytest.approx(1.25 * 1.5 * final, rel=0.02)
 
         first = await call(
             session,

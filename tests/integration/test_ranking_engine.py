@@ -35,6 +35,10 @@ EXPLAIN_KEYS = {
     "importance",
     "tier",
     "mmr_position",
+    "final",
+    "diversity",
+    "language",
+    "curated",
 }
 
 
@@ -91,15 +95,23 @@ def test_recency_halves_every_30_days_and_memory_is_evergreen(tmp_path: Path) ->
     assert found["MEMORY.md"].explain.recency == 1.0  # evergreen
     assert found[month].explain.recency == pytest.approx(0.5)
     assert found[old].explain.recency == pytest.approx(0.25)
-    assert found["MEMORY.md"].score == found[today].score == 1.0
+    assert found[today].explain.final == 1.0
+    # MEMORY.md never decays; as the agent's own memory it is weighed up (curatedWeight).
+    assert found["MEMORY.md"].explain.curated == 1.5 and found[today].explain.curated == 1.0
+    assert found["MEMORY.md"].explain.final == pytest.approx(1.5)
     # The shipped floor (0.9): a score keeps 0.9 + 0.1·decay of its relevance.
     assert found[month].explain.recency_weight == pytest.approx(0.95)
-    assert found[month].score / found[today].score == pytest.approx(0.95, abs=1e-5)
-    assert found[old].score / found[today].score == pytest.approx(0.925, abs=1e-5)
+    assert found[month].explain.final / found[today].explain.final == pytest.approx(0.95)
+    assert found[old].explain.final / found[today].explain.final == pytest.approx(0.925)
+    # Four copies of one text: each below the first repeats it, and shows 0.7 of its score.
+    assert hits[0].path == "MEMORY.md" and hits[0].score == 1.5
+    for hit in hits[1:]:
+        assert hit.explain.diversity == pytest.approx(0.7)
+        assert hit.score == pytest.approx(0.7 * hit.explain.final, abs=1e-5)
 
-    flat = _search(settings, "greenhouse heater", recency=False).hits
+    flat = _search(settings, "greenhouse heater", recency=False, mmr=False).hits
     assert len(flat) == 4
-    assert {hit.score for hit in flat} == {1.0}
+    assert {hit.score for hit in flat if hit.path != "MEMORY.md"} == {1.0}
     assert {hit.explain.recency for hit in flat} == {1.0}
 
 
@@ -110,15 +122,15 @@ def test_recency_follows_the_configured_half_life_and_switch(tmp_path: Path) -> 
     slow = _indexed(vault, memory__search__query__hybrid__temporalDecay__halfLifeDays=60)
     found = _by_path(_search(slow, "greenhouse heater").hits)
     assert found[f"daily/{_days_ago(60)}.md"].explain.recency == pytest.approx(0.5)
-    assert found[f"daily/{_days_ago(60)}.md"].score == pytest.approx(0.95, abs=1e-5)
+    assert found[f"daily/{_days_ago(60)}.md"].explain.final == pytest.approx(0.95)
 
     # Floor 0 is the plain multiplication by the decay (the seed's literal rule).
     plain = make_settings(vault, memory__search__query__hybrid__temporalDecay__floor=0)
     found = _by_path(_search(plain, "greenhouse heater").hits)
-    assert found[f"daily/{_days_ago(60)}.md"].score == pytest.approx(0.25, abs=1e-5)
+    assert found[f"daily/{_days_ago(60)}.md"].explain.final == pytest.approx(0.25)
 
     off = make_settings(vault, memory__search__query__hybrid__temporalDecay__enabled=False)
-    assert {hit.score for hit in _search(off, "greenhouse heater").hits} == {1.0}
+    assert {hit.explain.final for hit in _search(off, "greenhouse heater").hits} == {1.0}
 
 
 def test_an_old_note_that_answers_ranks_above_recent_notes_that_match_weakly(
@@ -187,11 +199,11 @@ def test_importance_multiplies_and_missing_or_invalid_is_neutral(tmp_path: Path)
     assert set(paths[1:3]) == {"notes/plain.md", "notes/invalid.md"}
     assert paths[3] == "notes/low.md"
     found = _by_path(hits)
-    base = found["notes/plain.md"].score
+    base = found["notes/plain.md"].explain.final
     assert base == 1.0
-    assert found["notes/high.md"].score / base == pytest.approx(1.25)
-    assert found["notes/invalid.md"].score / base == pytest.approx(1.0)
-    assert found["notes/low.md"].score / base == pytest.approx(0.8)
+    assert found["notes/high.md"].explain.final / base == pytest.approx(1.25)
+    assert found["notes/invalid.md"].explain.final / base == pytest.approx(1.0)
+    assert found["notes/low.md"].explain.final / base == pytest.approx(0.8)
     assert [found[p].explain.importance for p in paths] == pytest.approx([1.25, 1.0, 1.0, 0.8])
 
 
@@ -231,10 +243,11 @@ def test_a_query_naming_the_file_beats_a_body_that_repeats_it(
     heavy = [hit for hit in hits if hit.path == "notes/heavy.md"]
     assert heavy and all(hit.explain.tier == "none" for hit in heavy)
     # The body-heavy note is the better keyword match and the better score: only the tier
-    # puts the named note first.
+    # puts the named note first, shown with the answer's best score.
     assert max(hit.explain.text_norm for hit in heavy) == 1.0
     assert hits[0].explain.text_norm < 1.0
-    assert max(hit.score for hit in heavy) > hits[0].score
+    assert max(hit.explain.final for hit in heavy) > hits[0].explain.final
+    assert hits[0].score == max(hit.score for hit in hits)
 
 
 def test_tiers_order_exact_basename_stem_partial_with_mmr_on(tmp_path: Path) -> None:
@@ -286,7 +299,7 @@ def test_min_score_keeps_keyword_matches_when_nothing_passes(tmp_path: Path) -> 
 # -- MMR ---------------------------------------------------------------------------------
 
 
-def test_mmr_lifts_a_distinct_note_above_a_near_duplicate_without_changing_scores(
+def test_mmr_lifts_a_distinct_note_above_a_near_duplicate_and_shows_why(
     tmp_path: Path,
 ) -> None:
     vault = tmp_path / "vault"
@@ -314,7 +327,11 @@ def test_mmr_lifts_a_distinct_note_above_a_near_duplicate_without_changing_score
     assert diverse[1].path == "cheese/rind.md"
     assert diverse[2].path in duplicates - {diverse[0].path}
     assert [hit.explain.mmr_position for hit in diverse] == [1, 2, 3]
-    assert {hit.path: hit.score for hit in diverse} == {hit.path: hit.score for hit in plain}
+    # Each score is the one the list is ordered by: the repeat shows what MMR left of it.
+    finals = {hit.path: hit.explain.final for hit in diverse}
+    assert finals == {hit.path: hit.score for hit in plain}
+    assert [hit.score for hit in diverse] == sorted((h.score for h in diverse), reverse=True)
+    assert diverse[2].score < finals[diverse[2].path]
 
 
 @pytest.mark.parametrize("mmr", [True, False])
@@ -380,9 +397,15 @@ def test_explain_through_the_cli(tmp_path: Path) -> None:
         explain = hit["explain"]
         assert set(explain) == EXPLAIN_KEYS
         assert explain["mmr_position"] == position
-        assert hit["score"] == pytest.approx(
-            explain["merged"] * explain["recency_weight"] * explain["importance"], abs=1e-5
+        assert explain["final"] == pytest.approx(
+            explain["merged"]
+            * explain["recency_weight"]
+            * explain["importance"]
+            * explain["curated"]
+            * explain["language"]
         )
+        assert explain["language"] == 1.0  # one language: nothing to prefer
+        assert hit["score"] == pytest.approx(explain["final"] * explain["diversity"], abs=1e-5)
     assert results[0]["explain"]["importance"] == pytest.approx(1.25)
     assert results[1]["explain"]["recency"] == pytest.approx(0.5)
     assert results[1]["explain"]["recency_weight"] == pytest.approx(0.95)
@@ -496,7 +519,8 @@ def test_hybrid_runs_both_legs_and_merges_with_the_weights(merged: Settings) -> 
         e = hit.explain
         assert e.vector_raw is not None
         assert e.merged == pytest.approx(0.5 * e.vector_norm + 0.5 * e.text_norm)
-        assert hit.score == pytest.approx(e.merged * e.recency_weight * e.importance, abs=1e-5)
+        assert e.final == pytest.approx(e.merged * e.recency_weight * e.importance)
+        assert hit.score == pytest.approx(e.final * e.diversity, abs=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -713,6 +737,7 @@ def test_meaning_only_matches_from_years_ago_are_found(tmp_path: Path) -> None:
             assert e.recency < 2**-36  # three years and more
             assert e.merged >= settings.search.query.min_score
             assert hit.score > 0
+            assert e.final == pytest.approx(e.merged * e.recency_weight * e.importance)
             # A score shows six significant digits (ranking.readable_score).
-            assert hit.score == pytest.approx(e.merged * e.recency_weight * e.importance, rel=5e-6)
+            assert hit.score == pytest.approx(e.final * e.diversity, rel=5e-6)
         assert len({hit.score for hit in hits}) >= len({hit.explain.merged for hit in hits})

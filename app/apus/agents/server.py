@@ -25,7 +25,7 @@ from apus.agents.stdio import run_stdio
 from apus.agents.tool_errors import AnsweringServer
 from apus.agents.tools import AgentTools
 from apus.config import SettingsSource
-from apus.index.status import IndexStatus
+from apus.index.status import EmbeddingsState, IndexStatus
 from apus.memory import Memory
 from apus.search.time_words import today, window_in_query
 
@@ -127,31 +127,47 @@ def instructions(
 ) -> str:
     """What a client shows the model: what the vault holds and which tool does what.
 
-    `keyword` is whether keyword search covers every stored note, and why not: only what
-    holds while the text is read goes here (a first index grows its keyword index batch by
-    batch, so search by words works over the notes read so far from its first seconds)."""
+    Made as the server starts its first sync: it says what will happen from here (the notes
+    read, words searchable as they are, meaning as passages are embedded), not a state that
+    changes seconds later; `memory_status` and each answer's `indexing` tell how far."""
     embeddings = status.embeddings
-    ready, why = keyword
-    words = (
-        "search by exact words works" if ready else f"search by exact words is catching up ({why})"
-    )
-    meaning = (
-        "search by meaning and by exact words is ready"
-        if embeddings.state == "ready" and ready
-        else f"{words}; search by meaning is {embeddings.state}"
-        + (f" ({embeddings.reason})" if embeddings.reason and embeddings.state != "ready" else "")
-    )
-    held = (
-        f"{status.files} notes in {status.chunks} passages"
-        if status.indexed
-        else "nothing indexed yet: the notes are being read now, and search by exact words "
-        "covers those read so far (every answer says how far; memory_status tells)"
-    )
+    ready, _why = keyword
     if not status.indexed:
-        meaning = f"search by meaning is {embeddings.state}"
+        held = (
+            "nothing indexed yet: the notes are being read now, and search by exact words "
+            "covers those read so far (every answer says how far; memory_status tells)"
+        )
+    elif ready:
+        held = f"{status.files} notes in {status.chunks} passages; search by exact words works"
+    else:
+        held = (
+            f"{status.files} notes in {status.chunks} passages; search by exact words covers "
+            "those while this server brings the index up to date"
+        )
+    return _instructions_text(status, f"{held}; {_meaning(embeddings)}", writable)
+
+
+def _meaning(embeddings: EmbeddingsState) -> str:
+    """Search by meaning in words that hold from the server's start on."""
+    state = embeddings.state
+    if state == "ready":
+        return "search by meaning works"
+    if state in ("embedding", "rebuilding") or (
+        state == "keyword-only" and embeddings.identity is not None
+    ):
+        # The provider works and vectors are missing: this server's sync embeds them.
+        return (
+            "search by meaning starts as passages are embedded, which this server does after "
+            "reading the notes (memory_status tells how far); until then words find them"
+        )
+    reason = f" ({embeddings.reason})" if embeddings.reason else ""
+    return f"search by meaning is {state}{reason}"
+
+
+def _instructions_text(status: IndexStatus, state: str, writable: bool) -> str:
     return (
         f"Apus is the user's long-term memory: the Markdown notes of {status.vault} "
-        f"({held}; {meaning}).\n"
+        f"({state}).\n"
         "- memory_search: find passages by meaning and exact words (names, IDs, error "
         "strings). Filter by path prefixes, dates (since/until: YYYY-MM-DD or words such as "
         "'last week', '7d'; a time in the query itself, 'what did I decide last week', is "

@@ -32,7 +32,7 @@ from apus.agents.answers import (
     TranscriptMatchAnswer,
     WriteAnswer,
 )
-from apus.agents.compact import MIN_MAX_CHARS, fit, render_text, structured
+from apus.agents.compact import MIN_MAX_CHARS, SNIPPET_COLUMNS, fit, render_text, structured
 from apus.agents.indexing import IndexingWatch
 from apus.agents.tool_errors import CRASH_FIX, one_form
 from apus.embed.base import redact
@@ -50,8 +50,9 @@ from apus.memory.writer import Entry, Target
 from apus.search.engine import SearchHit, SearchResponse
 from apus.search.options import SearchOptions
 from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
-from apus.search.query import ParsedQuery
+from apus.search.query import ParsedQuery, require_words
 from apus.search.ranking import readable_score
+from apus.search.snippet import Snippet, within_columns
 from apus.search.time_words import TimeWordsError, bound
 from apus.vault.transcripts import session_key_of
 
@@ -141,6 +142,10 @@ class AgentTools:
         note with memory_get. Filters narrow the search before ranking. With corpus
         "sessions" or "all", indexed agent transcripts the asker may see are searched too
         (their hits have source "sessions"; read them with sessions_history)."""
+        try:
+            require_words(query)
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
         window, words = _time_window(query, since, until, self.today())
         filters = NoteFilter(
             path_prefixes=tuple(normalise_prefix(p) for p in paths or ()),
@@ -215,6 +220,7 @@ class AgentTools:
             text=window.text,
             from_=window.start,
             lines=window.lines,
+            totalLines=window.total_lines,
             truncated=window.truncated,
             nextFrom=window.next_start,
         )
@@ -251,7 +257,10 @@ class AgentTools:
     ) -> Annotated[CallToolResult, RecallAnswer]:
         """Entries of MEMORY.md and USER.md whose trigger phrases strongly match a message
         (at most 3; usually none). Cheap: at most one query embedding."""
-        entries = self.memory.recall(message)
+        try:
+            entries = self.memory.recall(message)
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
         answer = RecallAnswer(
             entries=[
                 RecallTrigger(
@@ -314,8 +323,10 @@ class AgentTools:
             citation=place.citation,
             created=place.created,
             indexed=written.indexed,
+            notices=list(written.notices) or None,
         )
         text_form = f"Written to {place.citation}; {written.searchable}"
+        text_form += "".join(f"\nNote: {notice}." for notice in written.notices)
         return _reply(answer, text=text_form)
 
     def now(self) -> dt.datetime:
@@ -332,8 +343,17 @@ class AgentTools:
         status["watching"] = self.memory.watch_live
         # Files in the store are not yet files keyword search finds: say both.
         ready, reason = self.memory.searcher().keyword_ready()
-        status["keywordIndex"] = {"ready": ready, **({"reason": reason} if reason else {})}
         indexing = self.indexing.current()
+        if self.indexing.building():
+            # Not a command to run: this server is building it now, and says how far.
+            ready, reason = (
+                False,
+                "being built by this server"
+                + (f" ({indexing.describe()})" if indexing is not None else ""),
+            )
+            status["keyword"] = reason
+            _embedded_later(status["embeddings"])
+        status["keywordIndex"] = {"ready": ready, **({"reason": reason} if reason else {})}
         if indexing is not None:
             status["indexing"] = indexing.model_dump(exclude_none=True)
         return status
@@ -432,11 +452,26 @@ class AgentTools:
 
 
 def _passage(hit: SearchHit, weak: bool, coverage: float | None) -> Passage:
+    fields = hit_json(hit, case="camel", coverage=coverage)
+    # The citation holds the lines; an answer is read by a model, and every byte is its.
+    del fields["startLine"], fields["endLine"]
+    fields["snippet"] = within_columns(Snippet(hit.snippet, hit.highlights), SNIPPET_COLUMNS).text
     return Passage(
-        **hit_json(hit, case="camel", coverage=coverage),
+        **fields,
         relevance=readable_score(hit.explain.merged),
         weak=True if weak else None,
     )
+
+
+def _embedded_later(embeddings: dict[str, Any]) -> None:
+    """While this server builds the index, vectors a provider can make are not missing for
+    the user to fix: they are made once the notes are read."""
+    if embeddings.get("state") == "keyword-only" and "identity" in embeddings:
+        embeddings["reason"] = (
+            "this server embeds the passages once the notes are read; search by meaning "
+            "starts with the first ones"
+        )
+        embeddings.pop("fix", None)
 
 
 def _model_name(memory: Memory) -> str | None:

@@ -333,7 +333,9 @@ def search(
     from apus.cli.search_context import SearchContext
     from apus.index.note_filter import CORPUS_SOURCES, Asker, SessionScope
     from apus.search.options import SearchOptions
+    from apus.search.query import require_words
 
+    require_words(" ".join(query))
     words = _parsed(" ".join(query), dated=time_words and since is None and until is None)
     window = words.window
     filters = replace(
@@ -540,12 +542,15 @@ def add(
                 "citation": place.citation,
                 "created": place.created,
                 "indexed": written.indexed,
+                "notices": list(written.notices),
             }
         )
         return
     _safe_echo(f"Written to {place.citation}.")
     if not written.indexed:
         _safe_echo(f"Written, and {written.searchable}", fg="yellow")
+    for notice in written.notices:
+        click.secho(f"Note: {notice}.", fg="yellow", err=True)
 
 
 @memory.command()

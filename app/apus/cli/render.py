@@ -73,8 +73,10 @@ def print_hits(
             console.print(
                 f"    [dim]vector {vector}  keyword {text}  merged {e.merged:.3f}  "
                 f"× recency {e.recency_weight:.3f} (decay {_score_text(e.recency)}) "
-                f"× importance {e.importance:.2f}  tier {e.tier}  "
-                f"mmr #{e.mmr_position or '-'}[/dim]"
+                f"× importance {e.importance:.2f} × curated {e.curated:.2f} "
+                f"× language {e.language:.2f} "
+                f"× diversity {e.diversity:.3f}  "
+                f"tier {e.tier}  mmr #{e.mmr_position or '-'}[/dim]"
             )
 
 

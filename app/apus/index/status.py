@@ -198,9 +198,12 @@ def collect_status(
     embeddings: EmbeddingsState | None = None,
     *,
     last_sync: LastSync | None = None,
+    building: str = "",
 ) -> IndexStatus:
     """The index's own facts; `embeddings` comes from the session, which knows the provider,
-    and so may `last_sync` (else the outcome recorded beside the index is read)."""
+    and so may `last_sync` (else the outcome recorded beside the index is read). `building`:
+    how far a sync that is reading the notes now has got, which the keyword line says in
+    place of a command to run."""
     vault = settings.vault_path()
     index_dir = settings.index_dir()
     base: dict[str, Any] = {
@@ -220,7 +223,7 @@ def collect_status(
             replaced_utf8=(),
             index_bytes=0,
             last_sync=None,
-            keyword="not indexed yet (run `apus memory index`)",
+            keyword=_being_built(building) or "not indexed yet (run `apus memory index`)",
             **base,
         )
     store = Store(index_dir, readonly=True)
@@ -241,14 +244,7 @@ def collect_status(
         generation = store.generation()
     finally:
         store.close()
-    keyword = KeywordIndex(index_dir)
-    state = keyword.state()
-    if not state.usable:
-        keyword_text = f"needs a rebuild ({state.reason}); the next sync or search rebuilds it"
-    elif state.generation != generation:
-        keyword_text = "behind the store; the next sync or search brings it up to date"
-    else:
-        keyword_text = "ready"
+    keyword_text = _keyword_line(index_dir, generation, building, synced=bool(last))
     size = _folder_bytes(index_dir)
     synced_at = (
         dt.datetime.fromtimestamp(float(last), tz=dt.UTC).astimezone().isoformat(timespec="seconds")
@@ -295,6 +291,25 @@ def _transcript_sources(
         )
         for client, folders in roots.items()
     )
+
+
+def _keyword_line(index_dir: Path, generation: int, building: str, *, synced: bool) -> str:
+    """What status says of the keyword index: ready, or why not, or how far it is built."""
+    if building:
+        # It covers the notes read so far, not the vault: not "ready", nor a command to run.
+        if synced:
+            return f"being brought up to date by another Apus process ({building})"
+        return _being_built(building)
+    state = KeywordIndex(index_dir).state()
+    if not state.usable:
+        return f"needs a rebuild ({state.reason}); the next sync or search rebuilds it"
+    if state.generation != generation:
+        return "behind the store; the next sync or search brings it up to date"
+    return "ready"
+
+
+def _being_built(building: str) -> str:
+    return f"being built by another Apus process ({building})" if building else ""
 
 
 def _folder_bytes(folder: Path) -> int:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the writers hand chunks in; a search never imports the chun
 # numpy is imported by the methods that use it: Claude Code's hook reads trusted entries from
 # the store in a process of its own, where numpy's import would be a third of the answer.
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Values bound per `IN (...)` query: well under SQLite's default limit of 999 parameters.
 _IN_BATCH = 500
 
@@ -161,6 +161,13 @@ _MIGRATIONS: tuple[str, ...] = (
         SELECT apus_name_key(files.path, part.n), files.id
         FROM files, (SELECT 0 AS n UNION ALL SELECT 1 UNION ALL SELECT 2) AS part;
     """,
+    # 5: the language of each note's prose (apus.vault.language), which ranking prefers when
+    # it is the language of the query's candidates. It comes from each note's text, so every
+    # note is read again on the next sync (its vectors come back from the cache).
+    """
+    ALTER TABLE files ADD COLUMN lang TEXT;
+    UPDATE files SET chunking = '' WHERE source = 'memory';
+    """,
 )
 
 
@@ -222,6 +229,7 @@ class ChunkFacts:
     note_date: str | None
     importance: float | None
     annotated: str | None
+    lang: str | None = None  # its note's language, when known
 
 
 @dataclass(frozen=True)
@@ -242,6 +250,7 @@ class NewFile:
     tags: tuple[str, ...] = ()  # folded
     dated: str | None = None  # ISO day search filters by
     source: str = "memory"
+    lang: str | None = None  # the language of its prose, when clear (apus.vault.language)
 
 
 class Store:
@@ -562,6 +571,11 @@ class Store:
             "WHERE note_date IS NOT NULL OR importance IS NOT NULL"
         ).fetchall()
 
+    def file_languages(self) -> dict[int, str]:
+        """The language of every note whose language is known, by file id."""
+        rows = self._db.execute("SELECT id, lang FROM files WHERE lang IS NOT NULL")
+        return {int(file_id): str(lang) for file_id, lang in rows}
+
     def file_by_path(self, path: str) -> FileRecord | None:
         row = self._db.execute(self._FILE_SELECT + " WHERE path = ?", (path,)).fetchone()
         return _file_record(row) if row else None
@@ -577,8 +591,8 @@ class Store:
         self._db.execute("DELETE FROM files WHERE path = ?", (new.path,))
         cursor = self._db.execute(
             "INSERT INTO files(path, size, mtime_ns, sha256, title, note_date, importance, "
-            "triggers, chunking, replaced_utf8, indexed_at, tags, dated, source) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "triggers, chunking, replaced_utf8, indexed_at, tags, dated, source, lang) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 new.path,
                 new.size,
@@ -594,6 +608,7 @@ class Store:
                 json.dumps(list(new.tags), ensure_ascii=False),
                 new.dated,
                 new.source,
+                new.lang,
             ),
         )
         file_id = int(cursor.lastrowid or 0)
@@ -710,7 +725,7 @@ class Store:
 
     _FACTS_SELECT = (
         "SELECT c.id, c.file_id, f.path, f.note_date, f.importance, "
-        "CASE WHEN c.text LIKE '%<!--%' THEN c.text END "
+        "CASE WHEN c.text LIKE '%<!--%' THEN c.text END, f.lang "
         "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})"
     )
 

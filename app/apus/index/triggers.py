@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 
 from apus.index.store import ChunkRecord, FileRecord, Store
 from apus.vault.annotations import annotations_in
+from apus.vault.memory_notes import MEMORY_FILES
 
 if TYPE_CHECKING:
     from apus.embed.base import Embedder
 
-TRUSTED_FILES = ("MEMORY.md", "USER.md")
+TRUSTED_FILES = MEMORY_FILES
 
 
 def trusted_files(store: Store) -> list[FileRecord]:

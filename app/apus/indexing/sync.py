@@ -55,7 +55,9 @@ from apus.indexing.shadow import discard_leftover, open_shadow, shadow_dir, swap
 from apus.indexing.transcripts import TranscriptReport, sync_transcripts
 from apus.vault.chunk import CHUNKING_VERSION, Chunk, iter_chunks
 from apus.vault.dates import date_from_path
+from apus.vault.language import note_language
 from apus.vault.markdown import ParsedNote, parse_note
+from apus.vault.memory_notes import is_entry_note
 from apus.vault.scan import (
     ScanCancelled,
     ScannedFile,
@@ -191,6 +193,12 @@ class SyncPlan:
     # Notes with a problem, by path: those of the last sync, less the notes this one reads
     # again or finds gone, plus what it finds (saved when the sync ends; a rename moves one).
     problems: dict[str, NoteProblem] = field(default_factory=dict)
+    entries: bool = False  # notes of entries are chunked one entry a passage
+
+    def signature_of(self, rel_path: str) -> str:
+        """How the note at `rel_path` is chunked: a note of entries (apus.vault.memory_notes)
+        one entry a passage, when `memory.search.chunking.entries` is on."""
+        return signature_of(self.signature, self.entries, rel_path)
 
     def take_renamed(self, sha256: str) -> FileRecord | None:
         """A vanished file with this content: the new path is that file renamed."""
@@ -202,8 +210,20 @@ class SyncPlan:
         return origin
 
 
+def signature_of(signature: str, entries: bool, rel_path: str) -> str:
+    """The chunking signature of one note: a note of entries chunked entry by entry carries
+    its own, so turning it on or off re-chunks those notes alone."""
+    return f"{signature}+entries" if entries and is_entry_note(rel_path) else signature
+
+
 def plan_sync(
-    scan: ScanResult, store: Store, keyword: KeywordIndex, signature: str, *, force: bool
+    scan: ScanResult,
+    store: Store,
+    keyword: KeywordIndex,
+    signature: str,
+    *,
+    force: bool,
+    entries: bool = False,
 ) -> SyncPlan:
     known = store.files(source="memory")  # transcripts are the transcript step's
     seen = {scanned.rel_path for scanned in scan.files}
@@ -216,7 +236,7 @@ def plan_sync(
             and not force
             and record.size == scanned.size
             and record.mtime_ns == scanned.mtime_ns
-            and record.chunking == signature
+            and record.chunking == signature_of(signature, entries, scanned.rel_path)
         ):
             unchanged += 1
         else:
@@ -248,6 +268,7 @@ def plan_sync(
         unchanged,
         grow_keyword=grow_keyword,
         problems=problems,
+        entries=entries,
     )
 
 
@@ -351,7 +372,8 @@ class _BatchWriter:
             return
         ids, self._unmirrored = self._unmirrored, []
         self._mirror_at *= _MIRROR_GROWTH
-        chunks, generation = self.store.iter_chunks(ids), self.store.generation()
+        chunks = _telling_files(self.store.iter_chunks(ids), len(ids), self.emit)
+        generation = self.store.generation()
         self._keyword_write(lambda: self.keyword.grow(add_chunks=chunks, generation=generation))
 
     def mirror(self, remove: list[int], add: Iterable[ChunkRecord], generation: int) -> None:
@@ -431,6 +453,26 @@ class _Telling:
             return
         self._reading.publish(event)
         self._phase = event.phase
+
+
+def _telling_files(
+    chunks: Iterable[ChunkRecord], files: int, emit: ProgressCallback
+) -> Iterator[ChunkRecord]:
+    """`chunks` (of `files` notes, note by note) as the keyword index takes them, telling
+    how many notes it holds so far: the last stretch of a first index is most of the vault,
+    and writing it takes a while after the last note is read."""
+    eta = Eta()
+    emit(SyncProgress("keyword", 0, files))
+    done, last = 0, None
+    for chunk in chunks:
+        if chunk.file_id != last:
+            if last is not None:
+                done += 1
+                if done % _BATCH_FILES == 0:
+                    emit(SyncProgress("keyword", done, files, eta(done, files)))
+            last = chunk.file_id
+        yield chunk
+    emit(SyncProgress("keyword", files, files))
 
 
 def _reporting(chunks: Iterable[Chunk], size: int, emit: ProgressCallback) -> Iterator[Chunk]:
@@ -633,7 +675,8 @@ class Indexer:
         report.files = len(scan.files)
         signature = chunking_signature(self.settings)
         rebuilding = live is not None
-        plan = plan_sync(scan, live or store, keyword, signature, force=rebuilding)
+        entries = self.settings.search.chunking.entries
+        plan = plan_sync(scan, live or store, keyword, signature, force=rebuilding, entries=entries)
         report.unchanged = plan.unchanged
         writer = (
             _ShadowWriter(store, live, keyword, plan, emit)
@@ -731,7 +774,7 @@ class Indexer:
             previous is not None
             and previous.sha256 == note.sha256
             and not writer.rebuilding
-            and previous.chunking == plan.signature
+            and previous.chunking == plan.signature_of(scanned.rel_path)
         ):
             # Touched, not changed: remember the new size and mtime so the next scan skips it.
             with writer.store.transaction():
@@ -812,7 +855,10 @@ class Indexer:
         note = parse_note(text, fallback_title=Path(scanned.rel_path).stem)
         # Made while the store writes them (apus.vault.chunk): a huge note's chunks are never
         # all held at once. A failure while chunking surfaces there, caught at this note.
-        chunks = iter_chunks(note, max_tokens=chunking.tokens, overlap=chunking.overlap)
+        entries = plan.entries and is_entry_note(scanned.rel_path)
+        chunks = iter_chunks(
+            note, max_tokens=chunking.tokens, overlap=chunking.overlap, entries=entries
+        )
         facts = _facts(scanned, note)
         if note.problems:
             plan.problems[scanned.rel_path] = NoteProblem(
@@ -827,11 +873,12 @@ class Indexer:
             note_date=facts.note_date,
             importance=note.meta.importance,
             triggers=note.meta.triggers,
-            chunking=plan.signature,
+            chunking=plan.signature_of(scanned.rel_path),
             replaced_utf8=replaced,
             chunks=chunks,
             tags=tuple(dict.fromkeys(fold_tag(tag) for tag in note.meta.tags)),
             dated=facts.dated,
+            lang=note_language(note.body),
         )
 
 

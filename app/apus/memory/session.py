@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,7 +31,7 @@ from apus.memory.transcript_reader import (
 )
 from apus.search.engine import LegReport, Searcher, SearchHit, SearchResponse
 from apus.search.options import SearchOptions
-from apus.search.query import ParsedQuery
+from apus.search.query import ParsedQuery, require_words
 
 # What only indexing, status, writing, recall, search by meaning or a live session needs is
 # imported where it is used: a one-shot search starts a new process each time and pays for
@@ -63,6 +64,15 @@ class WrittenMemory:
     def searchable(self) -> str:
         """When the entry is found by search, in words: "searchable now." or why not yet."""
         return "searchable now." if self.indexed else self.not_indexed
+    notices: tuple[str, ...] = ()  # what the writer should know about where it went
+
+
+# Said when an entry's triggers go where recall does not read them.
+UNRECALLED_TRIGGERS = (
+    "its triggers were written, but recall (memory_recall, apus memory recall) reads "
+    "triggers only in MEMORY.md and USER.md: write the entry there to have them recall "
+    "it (search finds it either way)"
+)
 
 
 @dataclass(frozen=True)
@@ -180,6 +190,8 @@ class Memory:
         self, query: str | ParsedQuery, options: SearchOptions | None = None
     ) -> SearchResponse:
         """Both legs, merged (or what can run, and why the rest cannot)."""
+        if isinstance(query, str):
+            require_words(query)
         searcher = self.searcher()
         unrepaired = self._keyword_left_behind(searcher)
         options = self._scoped(options)
@@ -275,11 +287,14 @@ class Memory:
     def write(self, entry: Entry, now: dt.datetime) -> WrittenMemory:
         """Append an agent's entry to a memory note (when writing is on), then index it, so
         the next search finds it. `now` names the daily note and stamps the entry."""
+        from apus.index.triggers import TRUSTED_FILES
         from apus.memory.writer import append_entry
 
         written = append_entry(self.settings, self.index_dir, entry, now)
+        unrecalled = bool(entry.triggers) and written.path not in TRUSTED_FILES
+        notices = (UNRECALLED_TRIGGERS,) if unrecalled else ()
         problem = self._index_now()
-        return WrittenMemory(written, problem is None, problem or "")
+        return WrittenMemory(written, problem is None, problem or "", notices)
 
     def _index_now(self) -> str | None:
         """Bring the index up to date before answering, waiting in line behind other writers
@@ -307,6 +322,7 @@ class Memory:
         """Trigger recall over MEMORY.md / USER.md; vectors help when they can."""
         from apus.search.recall import recall
 
+        require_words(message, what="message")
         if not Store.exists(self.index_dir):
             return []
         # Trigger vectors are looked up by identity key, so a stale or missing set simply
@@ -329,7 +345,17 @@ class Memory:
     def status(self, *, deep: bool = False) -> IndexStatus:
         from apus.index.status import collect_status
 
-        return collect_status(self.settings, self.embeddings(deep=deep), last_sync=self.last_sync)
+        reading = self.reading(other_than=os.getpid())
+        building = ""
+        if reading is not None:
+            count = f" {reading.done} of {reading.total}" if reading.total else ""
+            building = reading.label + count
+        return collect_status(
+            self.settings,
+            self.embeddings(deep=deep),
+            last_sync=self.last_sync,
+            building=building,
+        )
 
     @property
     def last_sync(self) -> LastSync | None:
@@ -339,12 +365,21 @@ class Memory:
 
         return newer(self._last_sync, read_last_sync(self.index_dir))
 
-    def reading(self) -> SyncProgress | None:
-        """How far a sync (this session's or another process's) has read the notes, while
-        it still reads them: searches until then cover only the notes read so far."""
+    def reading(self, *, other_than: int | None = None) -> SyncProgress | None:
+        """How far a sync (this session's or another process's; not process `other_than`'s)
+        has read the notes, while it still reads them: searches until then cover only the
+        notes read so far."""
         from apus.indexing.reading_progress import reading_progress
 
-        return reading_progress(self.index_dir)
+        return reading_progress(self.index_dir, other_than=other_than)
+
+    def index_complete(self) -> bool:
+        """Whether a sync has read the whole vault into this index (the store records when
+        one last finished) and keyword search covers everything stored."""
+        with self._read_store() as store:
+            if store is None or store.get_meta("last_sync") is None:
+                return False
+        return self.searcher().keyword_ready()[0]
 
     def embeddings(self, *, deep: bool = False) -> EmbeddingsState:
         from apus.memory.embeddings import embeddings_state

@@ -13,9 +13,11 @@ A search (`search_stages`) runs these steps, marked "Step N" in its body:
 7. Wait for the vector leg.
 8. Rank (`_rank`): merge the legs' scores (weights from config, else leaning on exact words
    for an identifier lookup), add the notes the query names, weigh each candidate by
-   recency, importance and path tier, select by `minScore`, diversify with MMR, build the
-   hits. What ranking learns about a chunk (its record, factors, snippet) and the notes the
-   query names are kept for the search (`_RankingWork`): step 8 reuses step 5's.
+   recency, importance (the agent's own memory weighed up), language and path tier, select
+   by `minScore`, diversify with MMR (a factor of each score: the score a hit shows is the
+   one the list is ordered by), build the hits. What ranking learns about a chunk (its
+   record, factors, snippet) and the notes the query names are kept for the search
+   (`_RankingWork`): step 8 reuses step 5's.
 
 It only reads: a keyword index that is missing, damaged or behind the store is reported
 (`keyword_needs_repair`) for the session to repair through the Indexer, never rebuilt here.
@@ -39,7 +41,14 @@ from apus.errors import Problem, ProviderUnavailableError
 from apus.index.keyword import KeywordIndex
 from apus.index.note_filter import NoteFilter
 from apus.index.store import ChunkFacts, ChunkRecord, Store
-from apus.search.chunk_table import Candidates, ChunkTable, Weights, read_candidates, weigh
+from apus.search.chunk_table import (
+    Candidates,
+    ChunkTable,
+    Weights,
+    language_weights,
+    read_candidates,
+    weigh,
+)
 from apus.search.hybrid import MergedScore, leg_weights, merge_legs
 from apus.search.mmr import mmr_order
 from apus.search.options import Mode, ResolvedOptions, SearchOptions
@@ -99,6 +108,14 @@ class Explanation:
     importance: float
     tier: str
     mmr_position: int | None  # 1-based position chosen by MMR; None when MMR was off
+    # relevance × recency weight × importance × curated × language, before diversity
+    final: float = 0.0
+    # What MMR multiplied `final` by (1.0: nothing above repeats it, or MMR was off)
+    diversity: float = 1.0
+    # 1.0, or languageWeight for a note in another language than the query's candidates'
+    language: float = 1.0
+    # 1.0, or curatedWeight for a passage of the agent's own memory
+    curated: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -171,10 +188,17 @@ class _Candidate:
     factors: RankFactors
     final: float
     mmr_position: int | None = None
+    # The score it is shown with, the one the list is ordered by (`_ordering_scores`).
+    shown: float = 0.0
 
     @property
     def tier(self) -> PathTier:
         return self.factors.tier
+
+    @property
+    def diversity(self) -> float:
+        """What `final` was multiplied by to give the score shown."""
+        return self.shown / self.final if self.final > 0 and self.shown <= self.final else 1.0
 
 
 @dataclass(frozen=True)
@@ -217,6 +241,8 @@ class _Pool:
             importance=float(weights.importance[position]),
             tier=PathTier(int(self.tiers[position])),
             recency_weight=float(weights.recency_weight[position]),
+            language=1.0 if weights.language is None else float(weights.language[position]),
+            curated=1.0 if weights.curated is None else float(weights.curated[position]),
         )
         return _Candidate(record, self.scores[position], factors, float(self.final[position]))
 
@@ -636,6 +662,8 @@ class Searcher:
         chosen = self._chosen(work, self._weighed(work, legs))
         if options.mmr and len(chosen) > 1:
             chosen = self._diversify(work, chosen, options.mmr_lambda)
+        else:
+            _ordering_scores(chosen, [c.final for c in chosen])
         hits = [_hit(c, work.snippet_of(c.chunk), legs.vector) for c in chosen]
         return self._with_media_facts(work, hits)
 
@@ -690,8 +718,11 @@ class Searcher:
         ]
         tiers = self._tiers(work, candidates, paths)
         weights = weigh(candidates, options, work.today)
-        # As `final_score`: relevance × recency weight × importance, in that order.
-        final = relevance * weights.recency_weight * weights.importance
+        language = language_weights(candidates, relevance, options.language_weight)
+        weights = replace(weights, language=language)
+        curated = weights.curated if weights.curated is not None else 1.0
+        # As `final_score`: relevance × recency weight × importance × curated × language.
+        final = relevance * weights.recency_weight * weights.importance * curated * language
         return _Pool(candidates, scores, relevance, keyword, tiers, weights, final)
 
     def _candidates(
@@ -793,7 +824,8 @@ class Searcher:
 
     @staticmethod
     def _diversify(work: _RankingWork, chosen: list[_Candidate], lam: float) -> list[_Candidate]:
-        """MMR over body relevance; path-tier hits stay on top."""
+        """MMR over body relevance (each score multiplied by its novelty factor); path-tier
+        hits stay on top."""
         head = [c for c in chosen if c.tier > PathTier.NONE]
         tail = mmr_order(
             [c for c in chosen if c.tier == PathTier.NONE],
@@ -801,9 +833,14 @@ class Searcher:
             tokens=lambda c: work.term_set_of(c.chunk),
             lam=lam,
         )
-        ordered = _best_chunk_first(head + tail)
+        placed = head + [d.item for d in tail]
+        values = [c.final for c in head] + [d.item.final * d.factor for d in tail]
+        # A note leads with its best passage: within the places its passages hold, they are
+        # put in score order, and each takes the score of the place it takes.
+        ordered = _best_chunk_first(placed)
         for position, candidate in enumerate(ordered, start=1):
             candidate.mmr_position = position
+        _ordering_scores(ordered, values)
         return ordered
 
     # -- store access -------------------------------------------------------------------
@@ -847,7 +884,7 @@ def _hit(c: _Candidate, snippet: Snippet, vector_hits: dict[int, float] | None) 
         start_line=c.chunk.start_line,
         end_line=c.chunk.end_line,
         heading=c.chunk.heading,
-        score=readable_score(c.final),
+        score=readable_score(c.shown),
         snippet=snippet.text,
         highlights=snippet.highlights,
         note_date=c.chunk.note_date,
@@ -864,8 +901,22 @@ def _hit(c: _Candidate, snippet: Snippet, vector_hits: dict[int, float] | None) 
             importance=c.factors.importance,
             tier=c.tier.name.lower(),
             mmr_position=c.mmr_position,
+            final=c.final,
+            diversity=c.diversity,
+            language=c.factors.language,
+            curated=c.factors.curated,
         ),
     )
+
+
+def _ordering_scores(ordered: list[_Candidate], values: list[float]) -> None:
+    """Give each candidate the score it is shown with: `values[i]` for the i-th place
+    (final × MMR's factor, which never rises down the list), except that the notes the
+    query names, placed first whatever they score, show the answer's best score (their own
+    match stays in the relevance)."""
+    best = max(values, default=0.0)
+    for candidate, value in zip(ordered, values, strict=True):
+        candidate.shown = best if candidate.tier > PathTier.NONE else value
 
 
 def _title_and_headings(chunks: list[ChunkRecord]) -> str:

@@ -44,6 +44,8 @@ class SearchOptions:
             mmr_lambda=hybrid.mmr.lambda_,
             half_life_days=decay.half_life_days,
             recency_floor=decay.floor,
+            curated_weight=config.curated_weight,
+            language_weight=config.language_weight,
         )
 
 
@@ -66,3 +68,5 @@ class ResolvedOptions:
     mmr_lambda: float
     half_life_days: float
     recency_floor: float
+    curated_weight: float = 1.0  # what the agent's own memory is multiplied by
+    language_weight: float = 1.0  # what a note in another language than the query's is

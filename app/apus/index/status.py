@@ -13,7 +13,8 @@ from apus.embed.base import EmbeddingIdentity, ProbeResult
 from apus.index.keyword import KeywordIndex
 from apus.index.last_sync import LastSync, read_last_sync
 from apus.index.note_problems import NoteProblem, load_problems
-from apus.index.store import SetAside, Store
+from apus.index.set_aside import SetAside, recorded_set_aside
+from apus.index.store import Store
 from apus.index.transcript_store import TranscriptStore, TranscriptSummary
 from apus.vault import transcripts as tx
 from apus.vault.scan import SkippedFile
@@ -239,7 +240,7 @@ def collect_status(
         skipped = tuple(SkippedFile(p, r) for p, r in store.skipped())
         problems = tuple(load_problems(store).values())
         replaced = tuple(store.files_with_replaced_utf8())
-        set_aside = store.set_aside()
+        set_aside = recorded_set_aside(store)
         last = store.get_meta("last_sync")
         generation = store.generation()
     finally:

@@ -36,12 +36,12 @@ from apus.index.note_problems import (
     load_problems,
     save_problems,
 )
+from apus.index.set_aside import SetAside, set_aside_if_damaged
 from apus.index.sqlite import IndexWriteError
 from apus.index.store import (
     ChunkRecord,
     FileRecord,
     NewFile,
-    SetAside,
     Store,
 )
 from apus.indexing.embedding import EmbedOutcome, run_embedding
@@ -541,7 +541,7 @@ class Indexer:
 
         with WriterLock(self.index_dir, self.vault, wait_s=request.wait_s):
             hold_point("start")
-            report.store_set_aside = Store.set_aside_if_damaged(self.index_dir, thorough=force)
+            report.store_set_aside = set_aside_if_damaged(self.index_dir, thorough=force)
             store = Store(self.index_dir)
             try:
                 discard_leftover(self.index_dir, store)  # a forced rebuild that died

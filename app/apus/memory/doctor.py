@@ -18,6 +18,7 @@ from apus.index.identity import stored_identity
 from apus.index.keyword import KeywordIndex
 from apus.index.last_sync import read_last_sync
 from apus.index.note_problems import load_problems
+from apus.index.set_aside import damage_of
 from apus.index.store import Store
 from apus.index.vectors import VectorIndex
 from apus.memory.doctor_embedding import check_embedding
@@ -132,7 +133,7 @@ def _check_index(settings: Settings) -> Check:
         return Check(
             "index", True, "not indexed yet", "apus memory index", {"path": str(index_dir)}
         )
-    damage = Store.damage(index_dir)
+    damage = damage_of(index_dir)
     if damage is not None:
         return Check(
             "index",

@@ -26,7 +26,8 @@ from apus.index.bm25 import (
     segment_id,
     top_scores,
 )
-from apus.index.keyword import KEYWORD_FORMAT, PARAMS, KeywordIndex, repeated_lines, search_terms
+from apus.index.keyword import KeywordIndex, search_terms
+from apus.index.keyword_schema import KEYWORD_FORMAT, PARAMS, repeated_lines
 from apus.index.store import ChunkRecord, Store
 from apus.vault.text import keyword_term, query_terms, tokenize
 from support.vaults import generation, make_settings, search, search_paths, sync, write_note

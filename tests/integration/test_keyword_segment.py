@@ -15,13 +15,9 @@ from whoosh.fields import COLUMN, ID, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage
 
 import apus.index.keyword as keyword_module
-from apus.index.keyword import (
-    ApusTokenizer,
-    KeywordDocument,
-    KeywordIndex,
-    _documents,
-    _schema,
-)
+from apus.index import keyword_schema
+from apus.index.keyword import KeywordIndex
+from apus.index.keyword_schema import ApusTokenizer, KeywordDocument
 from apus.index.keyword_segment import SegmentBuilder
 from apus.index.store import Store
 from apus.vault.text import ANALYZER_VERSION, query_terms
@@ -54,7 +50,7 @@ def _indexed_documents(tmp_path: Path) -> list[KeywordDocument]:
     sync(settings)
     store = Store(settings.index_dir(), readonly=True)
     try:
-        return list(_documents(store.iter_chunks()))
+        return list(keyword_schema.documents(store.iter_chunks()))
     finally:
         store.close()
 
@@ -94,13 +90,13 @@ def test_segments_are_those_whooshs_writer_makes(tmp_path: Path) -> None:
     stock, built = tmp_path / "stock", tmp_path / "built"
     for folder in (stock, built):
         folder.mkdir()
-    ix = whoosh_index.create_in(str(stock), _schema())
+    ix = whoosh_index.create_in(str(stock), keyword_schema.schema())
     writer = ix.writer(compound=False)
     for document in documents:
         writer.add_document(**document.fields())
     writer.commit(merge=False)
     ix.close()
-    ix = whoosh_index.create_in(str(built), _schema())
+    ix = whoosh_index.create_in(str(built), keyword_schema.schema())
     builder = SegmentBuilder(ix, compound=False)
     for document in documents:
         builder.add_terms(document.terms, {"chunk": document.chunk, "note": document.note})
@@ -153,7 +149,7 @@ def _previous_format(folder: Path, store: Store) -> None:
         old.unlink()
     ix = whoosh_index.create_in(str(folder), schema)
     writer = ix.writer()
-    for document in _documents(store.iter_chunks()):
+    for document in keyword_schema.documents(store.iter_chunks()):
         writer.add_document(
             chunk_id=str(document.chunk), file_id=str(document.note), **document.fields()
         )

@@ -11,8 +11,10 @@ from typing import Any, Literal
 from apus.config import Settings
 from apus.embed.base import EmbeddingIdentity, ProbeResult
 from apus.index.keyword import KeywordIndex
+from apus.index.keyword_freshness import keyword_freshness
 from apus.index.last_sync import LastSync, read_last_sync
 from apus.index.note_problems import NoteProblem, load_problems
+from apus.index.readiness import percent_done
 from apus.index.set_aside import SetAside, recorded_set_aside
 from apus.index.store import Store
 from apus.index.transcript_store import TranscriptStore, TranscriptSummary
@@ -53,7 +55,7 @@ class EmbeddingsState:
     def percent(self) -> int | None:
         if self.done is None or not self.total:
             return None
-        return 100 * self.done // self.total
+        return percent_done(self.done, self.total)
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -301,10 +303,10 @@ def _keyword_line(index_dir: Path, generation: int, building: str, *, synced: bo
         if synced:
             return f"being brought up to date by another Apus process ({building})"
         return _being_built(building)
-    state = KeywordIndex(index_dir).state()
-    if not state.usable:
-        return f"needs a rebuild ({state.reason}); the next sync or search rebuilds it"
-    if state.generation != generation:
+    freshness = keyword_freshness(KeywordIndex(index_dir), generation)
+    if freshness.state == "unusable":
+        return f"needs a rebuild ({freshness.reason}); the next sync or search rebuilds it"
+    if freshness.state == "behind":
         return "behind the store; the next sync or search brings it up to date"
     return "ready"
 

@@ -26,6 +26,7 @@ from apus.config import Settings
 from apus.embed.providers import ProviderResolution
 from apus.errors import VaultError
 from apus.index.keyword import KeywordIndex
+from apus.index.keyword_freshness import keyword_freshness
 from apus.index.media import MEDIA_RULE, is_media_path
 from apus.index.note_filter import fold_tag
 from apus.index.note_problems import (
@@ -245,11 +246,9 @@ def plan_sync(
     gone_by_sha: dict[str, list[FileRecord]] = {}
     for record in gone.values():
         gone_by_sha.setdefault(record.sha256, []).append(record)
-    keyword_state = keyword.state()
     rebuild_keyword = (
         force
-        or not keyword_state.usable
-        or keyword_state.generation != store.generation()
+        or not keyword_freshness(keyword, store.generation()).current
         or len(to_read) > _REBUILD_THRESHOLD
     )
     # Nothing stored yet (a first index, or an index set aside as damaged): there is no old
@@ -639,8 +638,7 @@ class Indexer:
             store = Store(self.index_dir)
             keyword = KeywordIndex(self.index_dir)
             try:
-                state = keyword.state()
-                if not damaged and state.usable and state.generation == store.generation():
+                if keyword_freshness(keyword, store.generation(), damaged=damaged).current:
                     return False
                 keyword.rebuild(store)
                 return True

@@ -16,6 +16,7 @@ from apus.config import Settings, SettingsSource
 from apus.errors import ApusError
 from apus.index.identity import stored_identity
 from apus.index.keyword import KeywordIndex
+from apus.index.keyword_freshness import keyword_freshness
 from apus.index.last_sync import read_last_sync
 from apus.index.note_problems import load_problems
 from apus.index.set_aside import damage_of
@@ -164,10 +165,10 @@ def _index_facts(index_dir: Path) -> Check:
         "chunks": chunks,
     }
     problems = []
-    keyword = KeywordIndex(index_dir).state()
-    if not keyword.usable:
+    keyword = keyword_freshness(KeywordIndex(index_dir), generation)
+    if keyword.state == "unusable":
         problems.append(f"keyword index: {keyword.reason}")
-    elif keyword.generation != generation:
+    elif keyword.state == "behind":
         problems.append("keyword index is behind the store")
     facts["keyword"] = "ok" if not problems else problems[0]
     if identity is not None:

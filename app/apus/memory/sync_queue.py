@@ -4,7 +4,7 @@ Requests that arrive while a sync runs are folded into one more run (a forced re
 and cancels the running one: its work would be thrown away). When another process holds the
 writer lock, the queue says so and tries again a little later (a write's own sync that came
 meanwhile goes at once: it waits its turn at the lock instead). A sync that fails is tried
-again with growing delays (`Backoff`), so the index recovers by itself once the cause is
+again with growing delays (`SYNC_RETRY`), so the index recovers by itself once the cause is
 gone; a new request (a change on disk) tries at once.
 """
 
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from apus.backoff import Backoff as Backoff  # the session names it from here
 from apus.errors import IndexBusyError
 from apus.indexing.progress import ProgressCallback, SyncProgress
 from apus.indexing.request import SyncRequest
@@ -31,16 +32,10 @@ log = logging.getLogger(__name__)
 BUSY_RETRY_S = 5.0
 
 
-@dataclass(frozen=True)
-class Backoff:
-    """Delays before retrying a failed sync: `first`, doubled per failure, up to `longest`."""
-
-    first: float = 2.0
-    longest: float = 300.0
-
-    def delay(self, failures: int) -> float:
-        """Seconds to wait after `failures` failed syncs in a row (1 or more)."""
-        return min(self.first * 2.0 ** min(failures - 1, 30), self.longest)
+# A failed sync is tried again after 2 s, doubled after each failure up to five minutes: a
+# cause that clears by itself (a full disk, a folder mounted late) is met soon, one that does
+# not costs one attempt every five minutes.
+SYNC_RETRY = Backoff(first=2.0, longest=300.0)
 
 
 @dataclass(frozen=True)
@@ -88,7 +83,7 @@ class SyncQueue:
         self._runner = runner
         self._emit = emit
         self._busy_retry_s = busy_retry_s
-        self._backoff = backoff or Backoff()
+        self._backoff = backoff or SYNC_RETRY
         self._failures = 0  # failed syncs in a row
         self._failure_retry = False  # what is pending is only the retry of a failed sync
         self._cond = threading.Condition()

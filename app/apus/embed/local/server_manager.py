@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from apus import paths
+from apus.backoff import Backoff
 from apus.embed.base import (
     EmbeddingConnectionError,
     EmbeddingError,
@@ -42,7 +43,8 @@ log = logging.getLogger(__name__)
 
 _READY_PATH = "/v1/models"
 _ATTACH_PROBE_TIMEOUT_S = 3.0
-_BACKOFF_CAP_S = 30.0
+# A server that crashed or failed to start is started again after 1 s, 2 s, 4 s... up to 30 s.
+RESTART_BACKOFF = Backoff(first=1.0, longest=30.0)
 _LOG_TAIL_LINES = 15
 _ERROR_WORDS = re.compile(r"error|failed|cannot|abort|assert|exception", re.IGNORECASE)
 
@@ -639,7 +641,7 @@ class ManagedServer:
             self._client_file = None
 
     def _backoff(self) -> float:
-        return min(2.0 ** max(self._failures_in_a_row - 1, 0), _BACKOFF_CAP_S)
+        return RESTART_BACKOFF.delay(self._failures_in_a_row)
 
     def _log_file(self) -> Path:
         return paths.log_dir() / f"embed-server-{self._key}.log"

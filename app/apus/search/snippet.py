@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from apus.vault.text import term_spans
+from apus.vault.text_terms import term_spans
 
 SNIPPET_CHARS = 240
 # The whitespace runs that move what follows them (`\s` is `str.isspace` for str patterns,

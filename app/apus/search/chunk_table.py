@@ -24,7 +24,7 @@ from apus.vault.annotations import annotations_in
 from apus.vault.memory_notes import MEMORY_FILES
 
 # A note's date and importance, for the notes that have either.
-_NoteFacts = tuple[str | None, float | None]
+_DateAndImportance = tuple[str | None, float | None]
 # What weighs a candidate otherwise than a plain note: its note's date and importance, and
 # the text of the chunk when it holds an annotation.
 _Marks = tuple[str | None, float | None, str | None]
@@ -81,7 +81,7 @@ class ChunkTable:
         ids: np.ndarray,
         files: np.ndarray,
         paths: Mapping[int, str],
-        notes: dict[int, _NoteFacts],
+        notes: dict[int, _DateAndImportance],
         annotated: dict[int, str],
         languages: Mapping[int, str] | None = None,
     ) -> None:

@@ -11,6 +11,7 @@ built once, at the end.
 from __future__ import annotations
 
 import sqlite3
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
@@ -58,7 +59,7 @@ class _Queued:
     source: FileRecord | None  # the stored file it replaces or was renamed from
 
 
-class NoteWriter:
+class NoteWriter(ABC):
     """What the notes step writes through: notes queued and written a batch at a time.
 
     The two writers differ only in what each method below does; the notes step never asks
@@ -78,29 +79,30 @@ class NoteWriter:
     def pending(self) -> int:
         return len(self._queued)
 
+    @abstractmethod
     def touch(self, previous: FileRecord, scanned: ScannedFile) -> bool:
         """A stored note whose text and chunking are unchanged: keep it, with the size and
         time the scan found, so the next scan skips it. False: write it anyway."""
-        raise NotImplementedError
 
+    @abstractmethod
     def rename(self, origin: FileRecord, scanned: ScannedFile, facts: TitleAndDates) -> bool:
         """A stored note found under a new name, its text unchanged: keep its chunks, and
         let what the name says (title, dates) follow it. False: write it as a new note."""
-        raise NotImplementedError
 
+    @abstractmethod
     def drop(self, previous: FileRecord) -> None:
         """A stored note that can no longer be indexed: its old version goes."""
-        raise NotImplementedError
 
+    @abstractmethod
     def stale_ids(self, vanished: list[FileRecord]) -> list[int]:
         """The ids of the files to delete from the store: the vanished ones and those
         dropped."""
-        raise NotImplementedError
 
+    @abstractmethod
     def flush(self) -> None:
         """Write what is queued in one transaction."""
-        raise NotImplementedError
 
+    @abstractmethod
     def mirror_grown(self) -> None:
         """A first index: add to the keyword index the notes committed since it last grew."""
 
@@ -267,6 +269,9 @@ class ShadowWriter(NoteWriter):
 
     def stale_ids(self, vanished: list[FileRecord]) -> list[int]:
         return []
+
+    def mirror_grown(self) -> None:
+        return None  # its keyword index is built once, at the end
 
     def flush(self) -> None:
         if not self._queued:

@@ -82,7 +82,7 @@ class NotesStep:
                 store.delete_files(stale)
             store.replace_skipped((s.rel_path, s.reason) for s in run.skipped)
             for record in vanished:
-                run.read_again(record.path)  # gone: its problem with it
+                run.forget_problem(record.path)
             save_problems(store, run.problems.values())
             store.set_meta("vault", str(self.settings.vault_path()))
             store.set_meta("last_sync", str(time.time()))
@@ -111,7 +111,7 @@ class NotesStep:
         )
         previous = run.plan.known.get(scanned.rel_path)
         if note.text is None:
-            run.read_again(scanned.rel_path)
+            run.forget_problem(scanned.rel_path)
             run.skip(scanned.rel_path, note.skip_reason or "unreadable")
             if previous is not None:
                 writer.drop(previous)
@@ -130,7 +130,7 @@ class NotesStep:
             run.moved(origin.path, scanned.rel_path)
             if writer.rename(origin, scanned, _name_facts(scanned, note.text)):
                 return
-        run.read_again(scanned.rel_path)
+        run.forget_problem(scanned.rel_path)
         change: Change = "added"
         if previous is not None:
             change = "changed"

@@ -82,8 +82,8 @@ class SyncRun:
     def found_problem(self, problem: NoteProblem) -> None:
         self.problems[problem.path] = problem
 
-    def read_again(self, path: str) -> None:
-        """The note at `path` is read again: its old problem, if any, no longer stands."""
+    def forget_problem(self, path: str) -> None:
+        """The note at `path` is read again, or gone: its old problem no longer stands."""
         self.problems.pop(path, None)
 
     def moved(self, old: str, new: str) -> None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
-from integration.helpers import run_apus, write_note
 from mcp.client.session import ClientSession
 
 from agents.mcp_client import agent, call, server_env, text_of
 from support.holds import Hold
+from support.vaults import run_apus, write_note
 
 NOTES = 3000
 

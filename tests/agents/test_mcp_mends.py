@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from integration.helpers import run_apus, write_note
 
 from agents.mcp_client import agent, call, refused, server_env
+from support.vaults import run_apus, write_note
 
 TODAY = "2026-12-02"
 

@@ -11,8 +11,7 @@ import pytest
 from apus.benchmarks.beir import eval_settings
 from apus.benchmarks.decisions import TODAY, select, write_decisions
 from apus.benchmarks.decisions_data import DECISIONS
-
-from .helpers import run_json, write_note
+from support.vaults import run_json, write_note
 
 # Documents that share the questions' words: the entries compete with them.
 DOCS = {

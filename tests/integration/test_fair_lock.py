@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from apus.fair_lock import FairLock, LockTimeout
-from integration.test_full_disk_rebuild import small_disk  # noqa: F401  (a fixture)
 from support.full_disk import full
 
 # A process that takes the lock, says so on stdout, then holds it until stdin closes.
@@ -147,7 +146,7 @@ def test_a_waiter_that_gives_up_or_dies_keeps_its_place_for_those_behind(tmp_pat
         pass  # free again
 
 
-def test_the_lock_is_taken_on_a_disk_too_full_for_one_byte(small_disk: Path) -> None:  # noqa: F811
+def test_the_lock_is_taken_on_a_disk_too_full_for_one_byte(small_disk: Path) -> None:
     folder = small_disk / "queue"
     folder.mkdir()
     with full(small_disk):

@@ -71,7 +71,10 @@ def _downgrade_to(db_path: Path, version: int) -> None:
     """Make the database what an older Apus left: the table of later versions gone."""
     db = sqlite3.connect(db_path)
     try:
-        db.executescript(f"DROP TABLE file_names;\nPRAGMA user_version = {version};\n")
+        db.executescript(
+            "DROP TABLE file_names;\nALTER TABLE files DROP COLUMN lang;\n"
+            f"PRAGMA user_version = {version};\n"
+        )
     finally:
         db.close()
 
@@ -83,7 +86,7 @@ def test_a_store_made_before_the_names_table_is_backfilled(tmp_path: Path) -> No
     settings = make_settings(vault)
     sync(settings)
     db_path = settings.index_dir() / Store.FILENAME
-    assert len(store_module._MIGRATIONS) == SCHEMA_VERSION == 4
+    assert len(store_module._MIGRATIONS) == SCHEMA_VERSION == 5
     _downgrade_to(db_path, 3)
 
     # A reader never migrates: until a writer opens the store, names are folded from paths.
@@ -94,9 +97,9 @@ def test_a_store_made_before_the_names_table_is_backfilled(tmp_path: Path) -> No
         reader.close()
     assert search_paths(settings, "note-7.md")[0] == "topic-7/note-7.md"
 
-    writer = Store(settings.index_dir())  # migrates 3 -> 4, filling the table
+    writer = Store(settings.index_dir())  # migrates 3 -> 5, filling the table
     try:
-        assert writer.connection.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert writer.connection.execute("PRAGMA user_version").fetchone()[0] == 5
         assert _table_rows(db_path) == _expected_rows(writer)
         assert _named(writer, "topic-7/note-7.md") == {"topic-7/note-7.md"}
     finally:

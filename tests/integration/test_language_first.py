@@ -11,8 +11,7 @@ import numpy as np
 from apus.index.store import Store
 from apus.search.chunk_table import Candidates, language_weights
 from apus.vault.language import note_language
-
-from .helpers import make_settings, search, sync, write_note
+from support.vaults import make_settings, search, sync, write_note
 
 ENGLISH = (
     "# tar\n\n> Archiving utility, often combined with a compression method such as gzip.\n\n"

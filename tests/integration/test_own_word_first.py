@@ -10,8 +10,7 @@ from apus.config import Settings
 from apus.memory import Memory
 from apus.memory.writer import Entry
 from apus.search.options import SearchOptions
-
-from .helpers import make_settings, write_note
+from support.vaults import make_settings, write_note
 
 DOCS = {
     "docs/restic.md": "# restic\n\n> Back up files to a folder, a NAS or the cloud; each back "

@@ -20,7 +20,7 @@ from apus.config import Settings
 from apus.memory import Memory
 from apus.search.engine import SearchOptions
 from apus.search.per_note import limit_per_note
-from integration.helpers import make_settings, write_note
+from support.vaults import make_settings, write_note
 
 WORDS = ["router", "backup", "vpn", "garden", "kiln", "tea", "deploy", "blog", "kayak", "pump"]
 # Small chunks, so that one note holds several passages (MMR and a note's best first meet).

@@ -7,8 +7,7 @@ import subprocess
 from pathlib import Path
 
 from support.holds import Hold
-
-from .helpers import APUS, cli_env, run_json, write_note
+from support.vaults import APUS, cli_env, run_json, write_note
 
 
 def test_status_names_the_index_being_built_elsewhere(tmp_path: Path) -> None:

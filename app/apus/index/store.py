@@ -291,15 +291,15 @@ class Store:
         ).fetchall()
 
     def file_languages(self) -> dict[int, str]:
-        """The language of every note whose language is known, by file id."""
+        """The language of every note whose language is known, by file id (none in a store
+        no sync has upgraded yet: a reader never migrates)."""
         if not self._knows_languages():
             return {}
         rows = self._db.execute("SELECT id, lang FROM files WHERE lang IS NOT NULL")
         return {int(file_id): str(lang) for file_id, lang in rows}
 
     def _knows_languages(self) -> bool:
-        """Whether the schema holds notes' languages: a store no sync has upgraded yet (a
-        reader never migrates) does not, and its notes are weighed as of no language."""
+        """Whether the schema holds each note's language (version 5 on)."""
         return schema_version(self._db) >= 5
 
     def file_by_path(self, path: str) -> FileRecord | None:
@@ -452,16 +452,14 @@ class Store:
     _FACTS_SELECT = (
         "SELECT c.id, c.file_id, f.path, f.note_date, f.importance, "
         "CASE WHEN c.text LIKE '%<!--%' THEN c.text END, {lang} "
-        "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})"
+        "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({{marks}})"
     )
 
     def chunk_facts(self, chunk_ids: Sequence[int]) -> list[ChunkFacts]:
         """What ranking weighs each of these chunks by, without their texts (SQLite looks
         for an annotation in each: only an annotated chunk's text comes back); a chunk no
         longer stored is left out."""
-        query = self._FACTS_SELECT.replace(
-            "{lang}", "f.lang" if self._knows_languages() else "NULL"
-        )
+        query = self._FACTS_SELECT.format(lang="f.lang" if self._knows_languages() else "NULL")
         return [ChunkFacts(*row) for row in self._rows_in(query, chunk_ids)]
 
     def chunk_files_of(self, chunk_ids: Sequence[int]) -> dict[int, int]:

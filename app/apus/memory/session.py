@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from apus.config import Settings, SettingsSource
 from apus.embedding_services import is_remote
-from apus.errors import IndexBusyError
+from apus.errors import IndexBusyError, SearchInputError
 from apus.index.note_filter import Asker, NoteFilter
 from apus.index.store import Store
 from apus.indexing.request import SyncRequest
@@ -27,9 +27,10 @@ from apus.memory.transcript_reader import (
     search_transcripts,
     transcript_history,
 )
-from apus.search.engine import Searcher, SearchHit, SearchResponse
+from apus.search.engine import Repair, Searcher, SearchHit, SearchResponse
 from apus.search.options import SearchOptions
 from apus.search.query import ParsedQuery
+from apus.search.time_words import today
 
 # What only indexing, status, writing, recall, search by meaning or a live session needs is
 # imported where it is used: a one-shot search starts a new process each time and pays for
@@ -56,6 +57,24 @@ INDEX_WAIT_S = 120.0
 class WrittenMemory:
     entry: WrittenEntry
     indexed: bool  # searchable when the call returned
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """One search as the session's rules make it: the words (and dates) read from the query,
+    the options the Searcher gets (more passages than shown when `per_note` asks), and how
+    its answer is cut back."""
+
+    words: ParsedQuery
+    options: SearchOptions  # scoped, dated, with the passages to fetch
+    shown: int
+    per_note: int | None
+
+    @property
+    def undated(self) -> SearchOptions:
+        """The same search over notes of any date (when the dates read from the query hold
+        nothing)."""
+        return replace(self.options, filters=replace(self.options.filters, since=None, until=None))
 
 
 @dataclass(frozen=True)
@@ -100,6 +119,7 @@ class Memory:
         self._watcher: threading.Thread | None = None
         self._watch_live = threading.Event()  # set once the OS watch is installed
         self._last_sync: LastSync | None = None  # how this session's last sync ended
+        self._detached_started = False  # a one-shot session hands work away once
 
     # -- what the session is about --------------------------------------------------------
 
@@ -153,67 +173,102 @@ class Memory:
                 # The provider is resolved when a search first needs the vector leg: a
                 # keyword search never resolves it (a local model's file is checked then).
                 self._searcher = Searcher(
-                    self.settings, vector_leg_source=self._searched_vector_leg, strict=self.strict
+                    self.settings, vector_leg_source=self._vector_leg, strict=self.strict
                 )
             return self._searcher
-
-    def _searched_vector_leg(self) -> ProviderVectorLeg | None:
-        """The vector leg as the Searcher first asks for it; a re-embed found due then is
-        started."""
-        with self._lock:
-            leg = self._vector_leg()
-            self._start_reembed_if_due()
-            return leg
 
     def search(
         self, query: str | ParsedQuery, options: SearchOptions | None = None
     ) -> SearchResponse:
-        """Both legs, merged (or what can run, and why the rest cannot)."""
-        searcher = self.searcher()
-        self._repair_keyword(searcher)
-        options = self._scoped(options)
-        # Parsed here, so that asking again after a repair does not parse it again.
-        query = ParsedQuery.parse(query) if isinstance(query, str) else query
-        response = searcher.search(query, options)
-        # A query may find damage that opening the index did not show: repair, ask again.
-        keyword = response.legs.get("keyword")
-        if keyword is not None and not keyword.ran and self._repair_keyword(searcher):
-            response = searcher.search(query, options)
-        if searcher.vectors_need_repair():
-            self.request_sync()  # every vector is in the store: a sync rebuilds FAISS
-        return response
-
-    def search_dated(
-        self, words: str | ParsedQuery, options: SearchOptions, *, guessed: bool
-    ) -> tuple[SearchResponse, bool]:
-        """A search held to the dates in `options`; when those were read from the query's
-        own words (`guessed`: "what did I decide last week") and hold nothing, the same
-        search over any date. Returns the response and whether it was widened so."""
-        response = self.search(words, options)
-        if response.hits or not guessed:
-            return response, False
-        filters = replace(options.filters, since=None, until=None)
-        return self.search(words, replace(options, filters=filters)), True
-
-    def weak(self, hits: Sequence[SearchHit]) -> frozenset[int]:
-        """The chunk ids of the weak hits among `hits` (found by meaning alone, below the
-        model's threshold); the provider is resolved only when such a hit is there, so a
-        keyword answer never checks a model file."""
-        from apus.search.weak import found_by_meaning_alone, weak_chunks
-
-        if not found_by_meaning_alone(hits):
-            return frozenset()
-        return weak_chunks(hits, self.provider.embedder)
+        """One search, by the rules every face shares (`SearchOptions`): the dates a time
+        in the query names (`time_words`; searched over any date when they hold nothing:
+        `widened`), `since` no later than `until`, at most `per_note` passages of one note
+        (more are fetched, so that other notes fill the places), weak hits marked; both legs
+        merged, or what can run and why the rest cannot. What the search found that a sync
+        should do is done (`_act_on`); a keyword index repaired then is asked again."""
+        asked = self._asked(query, options)
+        response = self._searched(asked.words, asked.options)
+        widened = asked.words.window is not None and not response.hits
+        if widened:
+            response = self._searched(asked.words, asked.undated)
+        return replace(self._shaped(response, asked), widened=widened)
 
     def search_stages(
         self, query: str | ParsedQuery, options: SearchOptions | None = None
     ) -> Iterator[SearchResponse]:
-        """Keyword results at once, then merged ones when the vector leg can add to them."""
+        """Keyword results at once, then merged ones when the vector leg can add to them (by
+        the rules `search` keeps)."""
+        asked = self._asked(query, options)
         searcher = self.searcher()
-        self._repair_keyword(searcher)
-        yield from searcher.search_stages(query, self._scoped(options))
-        if searcher.vectors_need_repair():
-            self.request_sync()
+        last: SearchResponse | None = None
+        for last in searcher.search_stages(asked.words, asked.options):
+            yield self._shaped(last, asked)
+        if last is None:
+            return
+        self._act_on(last.repairs)
+        if asked.words.window is not None and not last.hits:
+            for response in searcher.search_stages(asked.words, asked.undated):
+                yield replace(self._shaped(response, asked), widened=True)
+
+    def _asked(self, query: str | ParsedQuery, options: SearchOptions | None) -> _Asked:
+        """The search the rules make of a face's question (see `search`)."""
+        options = self._scoped(options)
+        filters = options.filters
+        since, until = filters.since, filters.until
+        if since is not None and until is not None and since > until:
+            raise SearchInputError(
+                f"`since` ({since}) is after `until` ({until}): no day is in both.",
+                fix="swap them, or leave one out",
+            )
+        undated = filters.since is None and filters.until is None
+        if isinstance(query, ParsedQuery):
+            words = query
+        elif options.time_words and undated:
+            words = ParsedQuery.dated(query, today=today())
+        else:
+            words = ParsedQuery.parse(query)
+        if words.window is not None and undated:
+            filters = replace(filters, since=words.window.since, until=words.window.until)
+        else:
+            words = replace(words, window=None)
+        shown = options.limit or self.settings.search.query.max_results
+        per_note = options.per_note
+        fetch = shown
+        if per_note is not None:
+            from apus.search.per_note import fetch_for
+
+            fetch = fetch_for(shown, per_note)
+        return _Asked(words, replace(options, limit=fetch, filters=filters), shown, per_note)
+
+    def _searched(self, words: ParsedQuery, options: SearchOptions) -> SearchResponse:
+        """The Searcher's answer; asked again when the keyword index it found lacking was
+        brought up to date here and now."""
+        searcher = self.searcher()
+        response = searcher.search(words, options)
+        if self._act_on(response.repairs):
+            response = searcher.search(words, options)
+        return response
+
+    def _shaped(self, response: SearchResponse, asked: _Asked) -> SearchResponse:
+        """The answer cut to what was asked (`per_note`), its weak hits marked, and the dates
+        read from the query."""
+        hits = response.hits
+        if asked.per_note is not None:
+            from apus.search.per_note import limit_per_note
+
+            hits = limit_per_note(hits, asked.per_note)[: asked.shown]
+        return replace(response, hits=self._marked_weak(hits), time_window=asked.words.window)
+
+    def _marked_weak(self, hits: list[SearchHit]) -> list[SearchHit]:
+        """`hits` with their weak ones marked (found by meaning alone, below the model's
+        threshold); the provider is resolved only when such a hit is there, so a keyword
+        answer never checks a model file."""
+        from apus.search.weak import found_by_meaning_alone, weak_chunks
+
+        if not found_by_meaning_alone(hits):
+            return hits
+        weak = weak_chunks(hits, self.provider.embedder)
+        return [replace(hit, weak=True) if hit.chunk_id in weak else hit for hit in hits]
 
     def related(
         self, path: str, limit: int = 10, filters: NoteFilter | None = None
@@ -472,38 +527,38 @@ class Memory:
             self._provider.embedder.close()
         self._provider = None
 
-    def _start_reembed_if_due(self) -> None:
-        """Vectors made before task prefixes existed are rebuilt once, in the background;
-        so is vectors.faiss when memory.search.vectorDims or vectorIndex changed (from the
-        store: nothing is embedded again)."""
-        from apus.embed.base import EmbeddingError
+    def _act_on(self, repairs: frozenset[Repair]) -> bool:
+        """Do what one search found a sync should do, once, under the session's lock: a
+        missing, damaged or lagging keyword index is rebuilt through the Indexer (queued when
+        live, here and now otherwise), and vectors.faiss to rebuild or vectors to re-embed
+        ask for a sync (from the store: every vector is there). Returns whether the keyword
+        index was repaired here and now, so the search can be asked again."""
+        if not repairs:
+            return False
+        with self._lock:
+            repaired = self._repair_keyword(repairs)
+            # After the keyword repair: a detached sync would hold the writer lock it needs.
+            if "vectors" in repairs and not self._detached_started:
+                # A one-shot session hands the work to one detached sync; a live one queues
+                # it (requests fold together).
+                self._detached_started = self._syncs is None
+                self.request_sync()
+            return repaired
 
-        leg = self._leg
-        if leg is None:
-            return
-        try:
-            decision = leg.decision()
-            relayout = decision is not None and decision.action == "serve" and leg.layout_changed()
-        except EmbeddingError:
-            return
-        if decision is not None and (decision.action == "reembed" or relayout):
-            self.request_sync()
-
-    def _repair_keyword(self, searcher: Searcher) -> bool:
-        """Rebuild a missing, damaged or lagging keyword index through the Indexer: queued
-        when live, here and now otherwise. Returns whether it is repaired now."""
-        if not searcher.keyword_needs_repair():
+    def _repair_keyword(self, repairs: frozenset[Repair]) -> bool:
+        damaged = "keyword-damaged" in repairs
+        if not damaged and "keyword" not in repairs:
             return False
         if self._syncs is not None:
             # While this session's own sync runs, it makes, catches up or rebuilds the keyword
             # index itself (a first index creates it at its start, so a search just before
             # finds none): only damage a query met, which opening did not show, asks for
             # another. A later search asks again if the sync left anything to repair.
-            if not self._syncs.running or searcher.keyword_damaged():
+            if not self._syncs.running or damaged:
                 self._syncs.request()
             return False
         try:
-            return self.indexer().repair_keyword(damaged=searcher.keyword_damaged())
+            return self.indexer().repair_keyword(damaged=damaged)
         except IndexBusyError:
             return False  # the writer holding the lock brings it up to date
 

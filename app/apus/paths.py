@@ -43,6 +43,11 @@ def log_dir() -> Path:
     return platformdirs.user_log_path(APP_NAME)
 
 
+def http_token_file() -> Path:
+    """The bearer token clients of `apus mcp --http` send on a non-loopback bind (0600)."""
+    return config_dir() / "mcp-http-token"
+
+
 def models_dir() -> Path:
     """Where downloaded model files live (large, re-downloadable: a cache)."""
     return cache_dir() / "models"

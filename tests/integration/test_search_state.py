@@ -96,9 +96,7 @@ class _Paused:
 
 def _search_in_thread(memory: Memory, name: str, options: SearchOptions) -> SearchResponse:
     found: list[SearchResponse] = []
-    thread = threading.Thread(
-        target=lambda: found.append(memory.search(QUERY, options)), name=name
-    )
+    thread = threading.Thread(target=lambda: found.append(memory.search(QUERY, options)), name=name)
     thread.start()
     thread.join(timeout=120)
     assert found, f"{name} gave no answer"

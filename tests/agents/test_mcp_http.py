@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import plistlib
+import shlex
 import signal
 import socket
 import stat
@@ -26,6 +28,7 @@ from agents.mcp_client import agent, server_env
 from agents.mcp_http import http_agent, http_server, raw
 from apus.agents import http_server as http_module
 from apus.agents.http_token import token_file
+from apus.agents.service import service_file
 from apus.cli.agents import DEFAULT_PORT
 from integration.helpers import run_apus, write_note
 from support.holds import Hold
@@ -333,3 +336,35 @@ def test_a_client_that_trickles_its_request_is_cut_off_and_others_are_served(
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+
+
+def test_print_service_writes_a_unit_that_runs_this_server(vault: Path) -> None:
+    unit = run_apus(
+        "--vault",
+        vault,
+        "mcp",
+        "--http",
+        "--port",
+        "8799",
+        "--writable",
+        "--print-service",
+        env=server_env(),
+    ).stdout
+    [exec_start] = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
+    command = shlex.split(exec_start.removeprefix("ExecStart="))
+    assert command[command.index("--vault") + 1] == str(vault.resolve())
+    assert command[command.index("mcp") :] == [
+        "mcp",
+        "--http",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "8799",
+        "--writable",
+    ]
+    assert "WantedBy=default.target" in unit and "systemctl --user enable" in unit
+    plist = service_file("launchd", command, "/tmp/apus-mcp-http.log")
+    loaded = plistlib.loads(plist.encode("utf-8"))
+    assert loaded["ProgramArguments"] == command and loaded["RunAtLoad"] is True
+    # Printed, not installed.
+    assert not (Path(os.environ["XDG_CONFIG_HOME"]) / "systemd").exists()

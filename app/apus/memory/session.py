@@ -120,6 +120,9 @@ class Memory:
         self._watch_live = threading.Event()  # set once the OS watch is installed
         self._last_sync: LastSync | None = None  # how this session's last sync ended
         self._detached_started = False  # a one-shot session hands work away once
+        # The writes of every caller of this session (each client of an HTTP server) go out
+        # one at a time through this lock; other processes wait on the writers' file lock.
+        self._write_lock = threading.Lock()
 
     # -- what the session is about --------------------------------------------------------
 
@@ -292,7 +295,8 @@ class Memory:
         the next search finds it. `now` names the daily note and stamps the entry."""
         from apus.memory.writer import append_entry
 
-        written = append_entry(self.settings, self.index_dir, entry, now)
+        with self._write_lock:
+            written = append_entry(self.settings, self.index_dir, entry, now)
         return WrittenMemory(written, self._index_now())
 
     def _index_now(self) -> bool:

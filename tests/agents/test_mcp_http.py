@@ -16,6 +16,8 @@ import socket
 import stat
 import threading
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -300,28 +302,37 @@ def _accepts(port: int) -> bool:
         return False
 
 
-def test_a_client_that_trickles_its_request_is_cut_off_and_others_are_served(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The server's own connection class under uvicorn, serving a small app; only the
-    # deadline is shorter, so the test waits a moment, not half a minute.
-    monkeypatch.setattr(http_module, "REQUEST_DEADLINE_S", 0.3)
+async def _small_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    while (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
 
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        while (await receive()).get("more_body"):
-            pass
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"ok"})
 
+@contextmanager
+def _serving_small_app() -> Iterator[tuple[uvicorn.Server, int]]:
+    """The server's own listening socket and connection class under uvicorn, in a thread,
+    serving a small app."""
     sock = http_module.listen("127.0.0.1", 0)
-    port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, http=http_module.DeadlineH11Protocol, lifespan="off", log_config=None
+        _small_app, http=http_module.DeadlineH11Protocol, lifespan="off", log_config=None
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]})
     thread.start()
     try:
+        yield server, sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+
+
+def test_a_client_that_trickles_its_request_is_cut_off_and_others_are_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Only the deadline is shorter, so the test waits a moment, not half a minute.
+    monkeypatch.setattr(http_module, "REQUEST_DEADLINE_S", 0.3)
+    with _serving_small_app() as (_server, port):
         silent = socket.create_connection(("127.0.0.1", port), timeout=60)
         head = socket.create_connection(("127.0.0.1", port), timeout=60)
         head.sendall(b"POST / HTTP/1.1\r\nHost: x\r\n")  # and no more of its head
@@ -333,9 +344,16 @@ def test_a_client_that_trickles_its_request_is_cut_off_and_others_are_served(
         for stalled in (silent, head, body):
             assert stalled.recv(1024) == b""  # the server closed it
             stalled.close()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=60)
+
+
+def test_answers_are_not_held_back_for_an_acknowledgement() -> None:
+    # An answer goes out in two writes (head, then body): with Nagle's algorithm on, the
+    # second waits for the client's delayed ACK, 40 ms a call.
+    with _serving_small_app() as (server, port), httpx2.Client(timeout=60) as client:
+        assert client.get(f"http://127.0.0.1:{port}/").text == "ok"
+        [connection] = server.server_state.connections
+        accepted = connection.transport.get_extra_info("socket")  # type: ignore[attr-defined]
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
 
 
 def test_print_service_writes_a_unit_that_runs_this_server(vault: Path) -> None:

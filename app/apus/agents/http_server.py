@@ -120,7 +120,10 @@ def is_loopback(host: str) -> bool:
 def listen(host: str, port: int) -> socket.socket:
     """A listening socket on host:port (port 0: a free one)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not left 0: asyncio turns Nagle off (TCP_NODELAY) only on sockets
+    # that say they are TCP, and with it on, every answer waited 40 ms for a delayed ACK
+    # (44 ms a ping; 0.9 ms with it off).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))

@@ -386,3 +386,20 @@ def test_print_service_writes_a_unit_that_runs_this_server(vault: Path) -> None:
     assert loaded["ProgramArguments"] == command and loaded["RunAtLoad"] is True
     # Printed, not installed.
     assert not (Path(os.environ["XDG_CONFIG_HOME"]) / "systemd").exists()
+
+
+def test_the_host_names_a_binding_answers_to() -> None:
+    local = http_module.Binding("127.0.0.1", 8765)
+    assert local.loopback and local.url == "http://127.0.0.1:8765/mcp"
+    assert set(local.security().allowed_hosts) == {"127.0.0.1:8765", "localhost:8765"}
+    assert http_module.Binding("::1", 9).security().allowed_hosts == ["localhost:9", "[::1]:9"]
+    named = http_module.Binding("localhost", 9)
+    assert set(named.host_names()) == {"localhost", "127.0.0.1", "[::1]"}
+    lan = http_module.Binding("192.168.1.5", 9, ("memory.home",))
+    assert not lan.loopback and lan.host_names() == ["localhost", "192.168.1.5", "memory.home"]
+    every = http_module.Binding("0.0.0.0", 9)
+    assert not every.loopback and socket.gethostname() in every.host_names()
+    assert every.url == f"http://{socket.gethostname()}:9/mcp"
+    origins = local.security().allowed_origins
+    assert "http://localhost:*" in origins and "https://127.0.0.1" in origins
+    assert not any("evil" in origin or origin == "null" for origin in origins)

@@ -80,7 +80,9 @@ class Binding:
 
     @property
     def url(self) -> str:
-        return f"http://{_host_in_url(self.host)}:{self.port}{ENDPOINT}"
+        """Where clients reach it: on every address (0.0.0.0, ::), by this machine's name."""
+        host = socket.gethostname() if _is_wildcard(self.host) else _host_in_url(self.host)
+        return f"http://{host}:{self.port}{ENDPOINT}"
 
     def security(self) -> TransportSecuritySettings:
         """The SDK's DNS-rebinding settings: the Host names of this binding, loopback

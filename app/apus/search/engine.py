@@ -550,11 +550,12 @@ class Searcher:
     # -- the vector leg -----------------------------------------------------------------
 
     def _leg_pool(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
+        with self._leg_lock:  # searches of many callers may be the first at once
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
 
-            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
-        return self._pool
+                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
+            return self._pool
 
     def _start_vector_leg(
         self, query: str, options: ResolvedOptions, admitted: Admitted | None

@@ -65,6 +65,11 @@ class Generation:
         self._keyword: dict[int | None, KeywordHealth] = {}
 
     @property
+    def built(self) -> bool:
+        """Whether the generation's tables are built (from its second search on)."""
+        return self._tables is not None
+
+    @property
     def path_words(self) -> PathWords | None:
         """This generation's path table once built, else the last one built before it."""
         tables = self._tables
@@ -119,6 +124,11 @@ class GenerationCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._current: Generation | None = None
+
+    @property
+    def latest(self) -> Generation | None:
+        """The generation the last search saw (None before any)."""
+        return self._current
 
     def of(self, number: int) -> Generation:
         with self._lock:

@@ -223,7 +223,7 @@ class Memory:
                 f"`since` ({since}) is after `until` ({until}): no day is in both.",
                 fix="swap them, or leave one out",
             )
-        undated = filters.since is None and filters.until is None
+        undated = since is None and until is None
         if isinstance(query, ParsedQuery):
             words = query
         elif options.time_words and undated:

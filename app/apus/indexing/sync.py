@@ -62,6 +62,7 @@ from apus.vault.scan import (
     ScanResult,
     SkippedFile,
     read_note_text,
+    scan_notes,
     scan_roots,
 )
 
@@ -203,8 +204,17 @@ class SyncPlan:
 
 
 def plan_sync(
-    scan: ScanResult, store: Store, keyword: KeywordIndex, signature: str, *, force: bool
+    scan: ScanResult,
+    store: Store,
+    keyword: KeywordIndex,
+    signature: str,
+    *,
+    force: bool,
+    partial: bool = False,
 ) -> SyncPlan:
+    """What a sync reads, removes and rebuilds. `partial`: `scan` lists some notes only (the
+    session's own writes), so a note it does not list is not gone, and the skip list keeps
+    what it says of the others."""
     known = store.files(source="memory")  # transcripts are the transcript step's
     seen = {scanned.rel_path for scanned in scan.files}
     to_read: list[ScannedFile] = []
@@ -221,7 +231,12 @@ def plan_sync(
             unchanged += 1
         else:
             to_read.append(scanned)
-    gone = {path: record for path, record in known.items() if path not in seen}
+    gone = {} if partial else {path: record for path, record in known.items() if path not in seen}
+    skipped = list(scan.skipped)
+    if partial:
+        listed = seen | {s.rel_path for s in scan.skipped}
+        kept = (SkippedFile(path, why) for path, why in store.skipped() if path not in listed)
+        skipped.extend(kept)
     gone_by_sha: dict[str, list[FileRecord]] = {}
     for record in gone.values():
         gone_by_sha.setdefault(record.sha256, []).append(record)
@@ -243,7 +258,7 @@ def plan_sync(
         to_read,
         gone,
         gone_by_sha,
-        list(scan.skipped),
+        skipped,
         rebuild_keyword and not grow_keyword,
         unchanged,
         grow_keyword=grow_keyword,
@@ -525,7 +540,7 @@ class Indexer:
         """Write what changed into the live index, batch by batch, then embed."""
         keyword = KeywordIndex(self.index_dir)
         try:
-            self._keyword_steps(store, keyword, report, cancel, emit)
+            self._keyword_steps(store, keyword, report, cancel, emit, notes=request.notes)
             report.embedding = run_embedding(
                 store,
                 self.index_dir,
@@ -622,18 +637,26 @@ class Indexer:
         emit: ProgressCallback,
         *,
         live: Store | None = None,
+        notes: tuple[str, ...] | None = None,
     ) -> None:
         """Scan, write the notes into `store` and bring `keyword` up to date with it.
 
         With `live`, `store` is the shadow of a forced rebuild: every note is read again and
         written there, and the plan (what changed, was renamed, is gone) is made against the
-        live store, which the shadow will replace.
+        live store, which the shadow will replace. With `notes`, only those notes of the
+        vault are read (the session's own writes: nothing else is walked, nothing is gone).
         """
-        scan = admit_media(self._scan(cancel, emit), self.provider.embedder)
-        report.files = len(scan.files)
+        if notes is None:
+            scan = admit_media(self._scan(cancel, emit), self.provider.embedder)
+        else:
+            limit = self.settings.search.sync.max_file_bytes
+            scan = scan_notes(self.vault, notes, max_file_bytes=limit)
         signature = chunking_signature(self.settings)
         rebuilding = live is not None
-        plan = plan_sync(scan, live or store, keyword, signature, force=rebuilding)
+        partial = notes is not None
+        plan = plan_sync(scan, live or store, keyword, signature, force=rebuilding, partial=partial)
+        listed = {scanned.rel_path for scanned in scan.files}
+        report.files = len(plan.known.keys() | listed) if partial else len(scan.files)
         report.unchanged = plan.unchanged
         writer = (
             _ShadowWriter(store, live, keyword, plan, emit)
@@ -645,14 +668,15 @@ class Indexer:
         self._read_changed(plan, writer, report, cancel, emit)
         writer.mirror_grown()
         self._remove_gone(plan, writer, report)
-        report.sessions = sync_transcripts(
-            store,
-            self.settings,
-            force=rebuilding,
-            mirror=None if plan.rebuild_keyword else writer.mirror,
-            cancel=cancel,
-            emit=emit,
-        )
+        if not partial:  # transcripts are never the session's own writes
+            report.sessions = sync_transcripts(
+                store,
+                self.settings,
+                force=rebuilding,
+                mirror=None if plan.rebuild_keyword else writer.mirror,
+                cancel=cancel,
+                emit=emit,
+            )
         if plan.rebuild_keyword:
             self._rebuild_keyword(store, keyword, cancel, emit)
             report.keyword_rebuilt = True

@@ -297,16 +297,18 @@ class Memory:
 
         with self._write_lock:
             written = append_entry(self.settings, self.index_dir, entry, now)
-        return WrittenMemory(written, self._index_now())
+        return WrittenMemory(written, self._index_now(written.path))
 
-    def _index_now(self) -> bool:
-        """Bring the index up to date before answering; False when another process holds
-        the writer (it indexes the entry with everything else)."""
+    def _index_now(self, note: str) -> bool:
+        """Index the note just written before answering: that note alone (the vault is not
+        walked for it), by the next sync of the queue when live; False when another
+        process holds the writer (it indexes the entry with everything else)."""
+        request = SyncRequest(notes=(note,))
         if self._syncs is not None:
-            self._syncs.request()
-            return self._syncs.wait_idle(timeout=INDEX_WAIT_S)
+            ticket = self._syncs.request(request)
+            return self._syncs.wait_for(ticket, timeout=INDEX_WAIT_S)
         try:
-            self.sync()
+            self.sync(request)
         except IndexBusyError:
             return False
         return True
@@ -566,6 +568,34 @@ class Memory:
         except IndexBusyError:
             return False  # the writer holding the lock brings it up to date
 
+    def _changed_on_disk(self, changed: frozenset[Path]) -> None:
+        """A sync for what changed on disk, unless every file is a note indexed as it is
+        now: the session's own writes, indexed when they were written."""
+        if not self._indexed_as_they_are(changed):
+            self.request_sync()
+
+    def _indexed_as_they_are(self, changed: frozenset[Path]) -> bool:
+        from apus.vault.scan import is_note_name
+
+        vault = self.vault.resolve()
+        with self._read_store() as store:
+            if store is None:
+                return False
+            for path in changed:
+                if not path.is_relative_to(vault) or not is_note_name(path.name):
+                    return False  # a folder, a transcript, a file of extraPaths: walk
+                try:
+                    found = path.stat()
+                except OSError:
+                    return False  # gone: the sync removes it
+                record = store.file_by_path(path.relative_to(vault).as_posix())
+                if record is None or (record.size, record.mtime_ns) != (
+                    found.st_size,
+                    found.st_mtime_ns,
+                ):
+                    return False
+        return True
+
     def _run_queued(
         self, request: SyncRequest, cancel: threading.Event, progress: ProgressCallback
     ) -> SyncReport:
@@ -591,7 +621,7 @@ class Memory:
         try:
             watch_notes(
                 roots,
-                lambda _changed: self.request_sync(),
+                self._changed_on_disk,
                 stop=self._stop_watching,
                 debounce_ms=debounce_ms,
                 suffixes=suffixes,

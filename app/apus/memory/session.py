@@ -586,32 +586,39 @@ class Memory:
             return False  # the writer holding the lock brings it up to date
 
     def _changed_on_disk(self, changed: frozenset[Path]) -> None:
-        """A sync for what changed on disk, unless every file is a note indexed as it is
-        now: the session's own writes, indexed when they were written."""
-        if not self._indexed_as_they_are(changed):
+        """A sync for what changed on disk: of those notes alone when each is a note of the
+        vault still there (an edit, a new note), of the whole vault otherwise (a note gone or
+        moved, a folder, a transcript, a file of extraPaths); none when the notes are all
+        indexed as they are (the session's own writes, indexed when written)."""
+        notes = self._changed_notes(changed)
+        if notes is None:
             self.request_sync()
+        elif notes:
+            self.request_sync(SyncRequest(notes=notes))
 
-    def _indexed_as_they_are(self, changed: frozenset[Path]) -> bool:
+    def _changed_notes(self, changed: frozenset[Path]) -> tuple[str, ...] | None:
+        """The notes among `changed` not indexed as they are now, or None when a change is
+        not a note of the vault that is still there."""
         from apus.vault.scan import is_note_name
 
         vault = self.vault.resolve()
+        stale: list[str] = []
         with self._read_store() as store:
-            if store is None:
-                return False
             for path in changed:
                 if not path.is_relative_to(vault) or not is_note_name(path.name):
-                    return False  # a folder, a transcript, a file of extraPaths: walk
+                    return None
                 try:
                     found = path.stat()
                 except OSError:
-                    return False  # gone: the sync removes it
-                record = store.file_by_path(path.relative_to(vault).as_posix())
+                    return None  # gone: only the walk tells a rename from a removal
+                rel_path = path.relative_to(vault).as_posix()
+                record = None if store is None else store.file_by_path(rel_path)
                 if record is None or (record.size, record.mtime_ns) != (
                     found.st_size,
                     found.st_mtime_ns,
                 ):
-                    return False
-        return True
+                    stale.append(rel_path)
+        return tuple(sorted(stale))
 
     def _run_queued(
         self, request: SyncRequest, cancel: threading.Event, progress: ProgressCallback

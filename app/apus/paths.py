@@ -59,6 +59,11 @@ def codex_home(home: Path | None = None, env: Mapping[str, str] | None = None) -
     return Path(override).expanduser() if override else (home or Path.home()) / ".codex"
 
 
+def http_token_file() -> Path:
+    """The bearer token clients of `apus mcp --http` send on a non-loopback bind (0600)."""
+    return config_dir() / "mcp-http-token"
+
+
 def models_dir() -> Path:
     """Where downloaded model files live (large, re-downloadable: a cache)."""
     return cache_dir() / "models"

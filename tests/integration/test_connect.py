@@ -421,3 +421,61 @@ def test_servers_written_inline_in_toml_stay_inline(home: Home) -> None:
     assert tomllib.loads(after)["mcp_servers"]["apus"]["args"][-1] == "mcp"
     home.run("connect", "codex", "--remove")
     assert path.read_text(encoding="utf-8") == text
+
+
+URL = "http://127.0.0.1:8765/mcp"
+# Where each client that reaches a server by URL keeps it, and what its entry holds then.
+URL_ENTRIES = {
+    "claude-code": {"type": "http", "url": URL},
+    "cursor": {"url": URL},
+    "vscode": {"type": "http", "url": URL},
+    "codex": {"url": URL},
+    "gemini-cli": {"httpUrl": URL},
+}
+
+
+@pytest.mark.parametrize("client", list(URL_ENTRIES))
+def test_a_url_replaces_the_command_and_back(home: Home, client: str) -> None:
+    case = next(case for case in CASES if case.client == client)
+    path = config_path(home, case)
+    home.run("connect", client)
+    assert "command" in entries(path, case)["apus"]
+
+    reached = home.run("connect", client, "--url", URL)
+    assert f"reaches: {URL}" in reached.stdout
+    assert entries(path, case)["apus"] == URL_ENTRIES[client]  # nothing of the command left
+    assert "unchanged" in home.run("connect", client, "--url", URL).stdout
+
+    home.run("connect", client)
+    started = entries(path, case)["apus"]
+    assert started["args"][-1] == "mcp"
+    assert "url" not in started and "httpUrl" not in started
+
+
+def test_a_url_beyond_loopback_carries_the_token_and_never_shows_it(home: Home) -> None:
+    url = "http://notes.example:8765/mcp"
+    refused = home.run("connect", "cursor", "--url", url, expect=1)
+    assert "none has been made" in refused.stderr
+    assert "Fix: apus mcp --token" in refused.stderr
+    assert not (home.root / ".cursor" / "mcp.json").exists()
+
+    token = home.run("mcp", "--token").stdout.strip().splitlines()[-1].strip()
+    assert len(token) >= 32
+    shown = home.run("connect", "cursor", "--url", url, "--dry-run")
+    assert "Bearer …" in shown.stdout and token not in shown.stdout
+    as_json = home.run("connect", "cursor", "--url", url, "--dry-run", "--json")
+    assert token not in as_json.stdout
+    done = home.run("connect", "cursor", "--url", url)
+    assert token not in done.stdout
+    entry = entries(home.root / ".cursor" / "mcp.json", CASES[2])["apus"]
+    assert entry == {"url": url, "headers": {"Authorization": f"Bearer {token}"}}
+
+
+def test_what_a_url_cannot_do_is_refused_with_the_fix(home: Home) -> None:
+    desktop = home.run("connect", "claude-desktop", "--url", URL, expect=1)
+    assert "takes no URL" in desktop.stderr and "Fix:" in desktop.stderr
+    writable = home.run("connect", "codex", "--url", URL, "--writable", expect=1)
+    assert "apus mcp --http --writable" in writable.stderr
+    not_a_url = home.run("connect", "codex", "--url", "127.0.0.1:8765", expect=1)
+    assert "is not the address" in not_a_url.stderr
+    assert not (home.root / ".codex" / "config.toml").exists()

@@ -7,7 +7,10 @@ Installs @anthropic-ai/claude-code and @openai/codex into a scratch folder, poin
 `apus connect claude-code` (through `claude mcp add-json`, since claude is on PATH) and
 `claude mcp list`, which starts the server and must print it `✔ Connected`, then the same
 connect again, which must change nothing; `apus connect codex` and `codex mcp list`, which must
-list it enabled. Needs node and npm, and the network
+list it enabled. Then over HTTP: `apus mcp --http --port 0` on the same vault, `apus connect
+claude-code --url URL` and `claude mcp list` (✔ Connected), `apus connect codex --url URL` and
+`codex mcp list` (enabled), and the MCP Inspector's CLI listing the tools over `--transport
+http`. Needs node and npm, and the network
 for the npm registry: not part of `make test`. Exits 1 when a client does not see Apus.
 """
 
@@ -22,7 +25,8 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("@anthropic-ai/claude-code", "@openai/codex")
+INSPECTOR_ARGS = ("--transport", "http", "--method", "tools/list")
+PACKAGES = ("@anthropic-ai/claude-code", "@openai/codex", "@modelcontextprotocol/inspector")
 
 
 def run(command: list[str], env: dict[str, str], cwd: Path | None = None) -> str:
@@ -96,10 +100,58 @@ def check(scratch: Path, npm: str) -> int:
         line.split()[:1] == ["apus"] and "enabled" in line for line in codex_list.splitlines()
     )
     unchanged = "unchanged" in again
+    over_http = check_http(apus, vault, home, node_bin, env)
     print(f"\nclaude mcp list shows apus connected: {'yes' if claude_ok else 'NO'}")
     print(f"a second connect changes nothing:     {'yes' if unchanged else 'NO'}")
     print(f"codex mcp list shows apus enabled:    {'yes' if codex_ok else 'NO'}")
-    return 0 if claude_ok and codex_ok and unchanged else 1
+    for said, ok in over_http.items():
+        print(f"{said + ':':<37} {'yes' if ok else 'NO'}")
+    return 0 if claude_ok and codex_ok and unchanged and all(over_http.values()) else 1
+
+
+def check_http(
+    apus: str, vault: Path, home: Path, node_bin: Path, env: dict[str, str]
+) -> dict[str, bool]:
+    """The same clients, and the MCP Inspector, on one `apus mcp --http` by its URL."""
+    server = subprocess.Popen(
+        [apus, "--vault", str(vault), "mcp", "--http", "--port", "0"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        url = ""
+        for line in server.stderr:  # the server says where it listens once it does
+            print(line.rstrip())
+            if " at http://" in line:
+                url = line.split(" at ", 1)[1].split()[0]
+                break
+        if not url:
+            return {"apus mcp --http started": False}
+        run([apus, "--vault", str(vault), "connect", "claude-code", "--url", url], env, cwd=home)
+        claude_list = run([str(node_bin / "claude"), "mcp", "list"], env, cwd=home)
+        run([apus, "--vault", str(vault), "connect", "codex", "--url", url], env, cwd=home)
+        codex_list = run([str(node_bin / "codex"), "mcp", "list"], env, cwd=home)
+        inspector = run(
+            [str(node_bin / "mcp-inspector"), "--cli", url, *INSPECTOR_ARGS],
+            env,
+            cwd=home,
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    return {
+        "over HTTP, claude mcp list connected": any(
+            line.startswith("apus:") and url in line and "✔ Connected" in line
+            for line in claude_list.splitlines()
+        ),
+        "over HTTP, codex mcp list enabled": any(
+            line.split()[:1] == ["apus"] and url in line and "enabled" in line
+            for line in codex_list.splitlines()
+        ),
+        "the Inspector lists memory_search": '"memory_search"' in inspector,
+    }
 
 
 if __name__ == "__main__":

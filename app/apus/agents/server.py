@@ -1,4 +1,5 @@
-"""`apus mcp`: one vault's memory as a stdio Model Context Protocol server.
+"""`apus mcp`: one vault's memory as a Model Context Protocol server, on stdio or, for many
+clients at once, on Streamable HTTP (`apus.agents.http_server`).
 
 While it runs, the index follows the vault (the watcher and debounced syncs in the
 background; searches serve meanwhile), the embedding model stays loaded, and the managed
@@ -11,8 +12,10 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -28,6 +31,9 @@ from apus.config import SettingsSource
 from apus.index.status import EmbeddingsState, IndexStatus
 from apus.memory import Memory
 from apus.search.time_words import today, window_in_query
+
+if TYPE_CHECKING:
+    from apus.agents.http_server import Binding
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +215,35 @@ def serve(source: SettingsSource) -> None:
     # The SDK's stdio transport behind a screening reader (apus.agents.stdio): malformed
     # lines get JSON-RPC errors and replies still owed at EOF are written before exiting.
     anyio.run(run_stdio, build_server(memory))
+
+
+def serve_http(
+    source: SettingsSource, binding: Binding, *, on_ready: Callable[[str], None]
+) -> None:
+    """Run the server on Streamable HTTP at `binding` until SIGTERM or SIGINT; `on_ready`
+    hears the URL once requests are served. A bind other machines can reach needs the
+    bearer token (made by `apus mcp --token`): without one nothing starts."""
+    from apus.agents import http_server
+    from apus.agents.http_token import read_token
+
+    token = None if binding.loopback else read_token()
+    sock = http_server.listen(binding.host, binding.port)
+    binding = replace(binding, port=sock.getsockname()[1])  # port 0: the one picked
+    _log_to_file_and_stderr()
+    memory = Memory(source)
+    security = binding.security()
+    app = build_server(memory).streamable_http_app(
+        streamable_http_path=http_server.ENDPOINT,
+        json_response=True,
+        max_request_body_size=http_server.MAX_BODY_BYTES,
+        session_idle_timeout=http_server.SESSION_IDLE_S,
+        max_sessions=http_server.MAX_SESSIONS,
+        transport_security=security,
+        host=binding.host,
+    )
+    guard = http_server.Guard(app, security, token=token, on_ready=lambda: on_ready(binding.url))
+    log.info("serving %s at %s", memory.vault, binding.url)
+    http_server.run(guard, sock)
 
 
 def _warm_up(memory: Memory) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -49,8 +49,7 @@ from apus.memory.hit_json import hit_json
 from apus.memory.writer import Entry, Target
 from apus.search.engine import SearchHit, SearchResponse
 from apus.search.options import SearchOptions
-from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
-from apus.search.query import ParsedQuery, require_words
+from apus.search.per_note import DEFAULT_PER_NOTE
 from apus.search.ranking import readable_score
 from apus.search.snippet import Snippet, within_columns
 from apus.search.time_words import TimeWordsError, bound
@@ -58,8 +57,6 @@ from apus.vault.transcripts import session_key_of
 
 # The most passages one answer holds (maxResults above it is clamped, and said so).
 MAX_RESULTS = 200
-# Passages fetched to fill an answer after perNote: enough for the cap at the default.
-OVERFETCH_CAP = 600
 
 Corpus = Literal["memory", "sessions", "all"]
 AgentArg = Annotated[
@@ -142,25 +139,21 @@ class AgentTools:
         note with memory_get. Filters narrow the search before ranking. With corpus
         "sessions" or "all", indexed agent transcripts the asker may see are searched too
         (their hits have source "sessions"; read them with sessions_history)."""
-        try:
-            require_words(query)
-        except ApusError as exc:
-            raise _tool_error(exc) from exc
-        window, words = _time_window(query, since, until, self.today())
+        given = _given_window(since, until, self.today())
         filters = NoteFilter(
             path_prefixes=tuple(normalise_prefix(p) for p in paths or ()),
-            since=None if window is None else window.since,
-            until=None if window is None else window.until,
+            since=None if given is None else given.since,
+            until=None if given is None else given.until,
             tags=tuple(tags or ()),
             sources=CORPUS_SOURCES[corpus],
             scope=SessionScope(asker=Asker(agent, session)),
         )
         limit, notices = _clamped(maxResults, self.memory.settings.search.query.max_results)
-        # Asked for more than shown: passages of a note past its first `perNote` give way.
-        fetch = min(limit * (1 + perNote), OVERFETCH_CAP)
-        options = SearchOptions(limit=fetch, min_score=minScore, filters=filters)
+        options = SearchOptions(
+            limit=limit, min_score=minScore, filters=filters, per_note=perNote, time_words=True
+        )
         try:
-            response = self._search_in_window(words, options, window, notices)
+            response = self.memory.search(query, options)
         except ProviderUnavailableError as exc:
             return _search_reply(_unavailable(exc), maxChars)
         except ApusError as exc:
@@ -168,25 +161,13 @@ class AgentTools:
         keyword = response.legs.get("keyword")
         if keyword is not None and keyword.ran and keyword.fix:
             notices.append(f"{keyword.reason} (fix: {keyword.fix})")
-        hits = limit_per_note(response.hits, perNote)[:limit]
-        weak = self.memory.weak(hits)
-        answer = self._answer(replace(response, hits=hits), weak)
+        window = given or _read_window(response)
+        if response.widened and window is not None:
+            notices.append(f"nothing dated {window.describe()}; these are from any date")
+        answer = self._answer(response)
         answer.timeWindow = None if window is None else window.answer()
         answer.notices = notices or None
         return _search_reply(answer, maxChars)
-
-    def _search_in_window(
-        self,
-        words: ParsedQuery,
-        options: SearchOptions,
-        window: _Window | None,
-        notices: list[str],
-    ) -> SearchResponse:
-        guessed = window is not None and window.source == "query"
-        response, widened = self.memory.search_dated(words, options, guessed=guessed)
-        if widened and window is not None:
-            notices.append(f"nothing dated {window.describe()}; these are from any date")
-        return response
 
     def memory_get(
         self,
@@ -427,7 +408,7 @@ class AgentTools:
 
     # -- shaping ----------------------------------------------------------------------------
 
-    def _answer(self, response: SearchResponse, weak: frozenset[int] = frozenset()) -> SearchAnswer:
+    def _answer(self, response: SearchResponse) -> SearchAnswer:
         memory = self.memory
         vector = response.legs.get("vector")
         provider = memory.provider
@@ -439,9 +420,7 @@ class AgentTools:
             debug["embeddingBootstrap"] = redact(provider.reason)
         return SearchAnswer(
             indexing=self.indexing.current(),
-            results=[
-                _passage(hit, hit.chunk_id in weak, response.coverage) for hit in response.hits
-            ],
+            results=[_passage(hit, response.coverage) for hit in response.hits],
             provider=memory.settings.search.provider,
             model=_model_name(memory),
             mode=response.ran,
@@ -451,7 +430,7 @@ class AgentTools:
         )
 
 
-def _passage(hit: SearchHit, weak: bool, coverage: float | None) -> Passage:
+def _passage(hit: SearchHit, coverage: float | None) -> Passage:
     fields = hit_json(hit, case="camel", coverage=coverage)
     # The citation holds the lines; an answer is read by a model, and every byte is its.
     del fields["startLine"], fields["endLine"]
@@ -459,7 +438,7 @@ def _passage(hit: SearchHit, weak: bool, coverage: float | None) -> Passage:
     return Passage(
         **fields,
         relevance=readable_score(hit.explain.merged),
-        weak=True if weak else None,
+        weak=True if hit.weak else None,
     )
 
 
@@ -510,28 +489,24 @@ class _Window:
         return self.answer().describe()
 
 
-def _time_window(
-    query: str, since: str | None, until: str | None, today: dt.date
-) -> tuple[_Window | None, ParsedQuery]:
-    """The dates to hold the search to, and the words to search for, read once. Explicit
-    since/until win; without them a time expression in the query is read and taken out of
-    it."""
+def _given_window(since: str | None, until: str | None, today: dt.date) -> _Window | None:
+    """The dates `since`/`until` name (the session checks that they leave a day between
+    them; without them it reads a time in the query itself)."""
     given = {name: text for name, text in (("since", since), ("until", until)) if text}
-    if given:
-        first = _bound(since, "since", today, end=False)
-        last = _bound(until, "until", today, end=True)
-        if first is not None and last is not None and first > last:
-            raise ToolError(
-                f"`since` ({first}) is after `until` ({last}): no day is in both. "
-                "Fix: swap them, or leave one out."
-            )
-        text = " ".join(f"{name}={value}" for name, value in given.items())
-        return _Window(first, last, text, "arguments"), ParsedQuery.parse(query)
-    words = ParsedQuery.dated(query, today=today)
-    window = words.window
+    if not given:
+        return None
+    first = _bound(since, "since", today, end=False)
+    last = _bound(until, "until", today, end=True)
+    text = " ".join(f"{name}={value}" for name, value in given.items())
+    return _Window(first, last, text, "arguments")
+
+
+def _read_window(response: SearchResponse) -> _Window | None:
+    """The dates the session read from the query's own words, if any."""
+    window = response.time_window
     if window is None:
-        return None, words
-    return _Window(window.since, window.until, window.text, "query"), words
+        return None
+    return _Window(window.since, window.until, window.text, "query")
 
 
 def _bound(text: str | None, name: str, today: dt.date, *, end: bool) -> dt.date | None:

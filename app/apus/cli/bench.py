@@ -236,6 +236,91 @@ def bench_hook(corpus: Path, entries: int, runs: int, scratch: Path | None) -> N
         click.echo(line)
 
 
+@bench.command("serve")
+@click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
+@click.option(
+    "--notes",
+    default=2000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="How many files of the corpus make the vault (the first by path; 0: all).",
+)
+@click.option(
+    "--clients", default=8, show_default=True, type=click.IntRange(2, 64), help="Clients at once."
+)
+@click.option(
+    "--writers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Of the clients, how many write entries (memory_write).",
+)
+@click.option("--searches", default=200, show_default=True, help="Searches a round.")
+@click.option("--writes", default=10, show_default=True, help="Entries written a round.")
+@click.option(
+    "--rounds", default=3, show_default=True, type=click.IntRange(1, 20), help="Rounds of each."
+)
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    type=click.Choice(["keyword", "hybrid"]),
+    help="Server settings to measure (repeatable; default keyword, plus hybrid with --model).",
+)
+@click.option(
+    "--model",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A .gguf for hybrid search.",
+)
+@click.option(
+    "--scratch",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the vaults, indexes and logs here (default: a temporary folder).",
+)
+@guarded
+def bench_serve(
+    corpus: Path,
+    notes: int,
+    clients: int,
+    writers: int,
+    searches: int,
+    writes: int,
+    rounds: int,
+    modes: tuple[str, ...],
+    model: Path | None,
+    scratch: Path | None,
+) -> None:
+    """Many agents on one `apus mcp --http` against the same calls from one: throughput,
+    p50/p95/p99 per tool, errors and CPU, on a scratch copy of the corpus (searches, reads of
+    their hits and entries written, alternating rounds); then every entry written is checked
+    to be in its note exactly once and found by search."""
+    from apus.benchmarks.serve_bench import run_serve_bench, summary_lines
+
+    chosen = modes or (("keyword", "hybrid") if model else ("keyword",))
+    if "hybrid" in chosen and model is None:
+        raise click.BadParameter("hybrid needs --model M.gguf", param_hint="--mode")
+
+    def say(line: str) -> None:
+        click.echo(line, err=True)
+
+    with tempfile.TemporaryDirectory(prefix="apus-bench-") as temporary:
+        result = run_serve_bench(
+            corpus,
+            scratch or Path(temporary),
+            modes=[m for m in ("keyword", "hybrid") if m in chosen],
+            model=model,
+            notes=notes,
+            clients=clients,
+            writers=writers,
+            searches=searches,
+            writes=writes,
+            rounds=rounds,
+            say=say,
+        )
+    for line in summary_lines(result):
+        click.echo(line)
+
+
 @bench.command("vectors")
 @click.option("--vectors", "count", default=118_000, show_default=True, help="Random unit vectors.")
 @click.option(

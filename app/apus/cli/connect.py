@@ -35,6 +35,12 @@ if TYPE_CHECKING:
     help="Let the agent write memory (the server runs `mcp --writable`).",
 )
 @click.option(
+    "--url",
+    metavar="URL",
+    help="Reach a running `apus mcp --http` at URL (e.g. http://127.0.0.1:8765/mcp) instead "
+    "of starting a server of its own; beyond loopback the bearer token goes with it.",
+)
+@click.option(
     "--hooks",
     is_flag=True,
     help="Claude Code: also recall trusted entries on every prompt and show USER.md's top "
@@ -50,6 +56,7 @@ def connect(
     scope: Scope,
     name: str,
     writable: bool,
+    url: str | None,
     hooks: bool,
     remove: bool,
     dry_run: bool,
@@ -58,10 +65,10 @@ def connect(
     """Register this vault's MCP server with an agent client (claude-code, claude-desktop,
     cursor, vscode, codex, gemini-cli), in the client's own config file.
 
-    It writes the absolute path of this `apus` and of the vault; a second run changes
-    nothing; every other entry of the file is kept as it is, and the file as it was is kept
-    beside it (`.apus-backup`). Without CLIENT: the clients found here, and whether each
-    has Apus.
+    It writes the absolute path of this `apus` and of the vault (or, with --url, the
+    address of a server already running); a second run changes nothing; every other entry
+    of the file is kept as it is, and the file as it was is kept beside it
+    (`.apus-backup`). Without CLIENT: the clients found here, and whether each has Apus.
     """
     from apus.clients.config_file import ClientConfigError
 
@@ -74,9 +81,10 @@ def connect(
         raise ClientConfigError(
             "--hooks is for Claude Code only.", fix=f"run `apus connect {client.name}` without it"
         )
+    entry = None if remove else _entry(client, writable, url)
     outcomes: list[Outcome] = []
     if not (remove and hooks):
-        outcomes.append(_server(client, places, scope, name, writable, remove, dry_run))
+        outcomes.append(_server(client, places, scope, name, entry, dry_run))
     if hooks or (remove and client.name == "claude-code"):
         taken = _hooks(client, places, remove, dry_run)
         if hooks or taken.action != "absent":  # `--remove` alone: hooks only when there were
@@ -93,14 +101,54 @@ def _server(
     places: Places,
     scope: Scope,
     name: str,
-    writable: bool,
-    remove: bool,
+    entry: dict[str, Any] | None,
     dry_run: bool,
 ) -> Outcome:
     from apus.clients.connect import connect as connect_client
 
-    entry = None if remove else client.entry(_launch("mcp", *(["--writable"] if writable else [])))
     return connect_client(client, places, scope=scope, name=name, entry=entry, dry_run=dry_run)
+
+
+def _entry(client: Client, writable: bool, url: str | None) -> dict[str, Any]:
+    """What the client's config gets: the command that starts this vault's server, or the
+    address of one already running (`--url`)."""
+    from apus.clients.config_file import ClientConfigError
+
+    if url is None:
+        return client.entry(_launch("mcp", *(["--writable"] if writable else [])))
+    if writable:
+        raise ClientConfigError(
+            "--writable is the server's to decide when the client reaches it by --url.",
+            fix="start the server with `apus mcp --http --writable`, and connect without it",
+        )
+    address, headers = _served_at(url)
+    entry = client.url_entry(address, headers)
+    if entry is None:
+        raise ClientConfigError(
+            f"{client.label} starts its MCP servers itself and takes no URL in its config.",
+            fix=f"run `apus connect {client.name}` without --url",
+        )
+    return entry
+
+
+def _served_at(url: str) -> tuple[str, dict[str, str]]:
+    """The URL checked, and the headers to send: the bearer token beyond loopback (the
+    server refuses every call without it)."""
+    from urllib.parse import urlsplit
+
+    from apus.agents.http_server import is_loopback
+    from apus.agents.http_token import read_token
+    from apus.clients.config_file import ClientConfigError
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ClientConfigError(
+            f"{url!r} is not the address of an `apus mcp --http` server.",
+            fix="give the URL it printed when it started, e.g. --url http://127.0.0.1:8765/mcp",
+        )
+    if is_loopback(parts.hostname):
+        return url, {}
+    return url, {"Authorization": f"Bearer {read_token()}"}
 
 
 def _hooks(client: Client, places: Places, remove: bool, dry_run: bool) -> Outcome:
@@ -152,7 +200,7 @@ def _show(outcome: Outcome, dry_run: bool) -> None:
     if dry_run:
         if edit.changes:
             click.echo(f"{client.label}: would change {where} ({what}):")
-            for line in edit.diff().splitlines():
+            for line in _redacted(edit.diff(), outcome.entry).splitlines():
                 click.echo(terminal_safe(line))
         else:
             click.echo(f"{client.label}: {where} ({what}): {_SAID[outcome.action]}")
@@ -163,14 +211,34 @@ def _show(outcome: Outcome, dry_run: bool) -> None:
         click.echo("  on:      UserPromptSubmit (trigger recall), SessionStart (USER.md)")
     if outcome.ran:
         click.echo(f"  through: claude mcp {' '.join(outcome.ran[2:5])} …")
-    if outcome.entry is not None and outcome.action in ("added", "updated"):
-        runs = [str(outcome.entry.get("command", "")), *outcome.entry.get("args", [])]
-        click.echo(terminal_safe(f"  runs:    {shlex.join(runs)}"))
+    entry = outcome.entry
+    if entry is not None and outcome.action in ("added", "updated"):
+        if "command" in entry:
+            runs = [str(entry["command"]), *entry.get("args", [])]
+            click.echo(terminal_safe(f"  runs:    {shlex.join(runs)}"))
+        else:  # a URL (its headers hold the token: never printed)
+            address = entry.get("url") or entry.get("httpUrl")
+            sent = " (with the bearer token)" if _secrets(entry) else ""
+            click.echo(terminal_safe(f"  reaches: {address}{sent}"))
     if outcome.backup is not None:
         click.echo(f"  backup:  {_shown(outcome.backup)}")
     if outcome.action in ("added", "updated"):
         reload = "start a new Claude Code session" if hooks else client.reload
         click.echo(f"  next:    {reload}")
+
+
+def _secrets(entry: dict[str, Any] | None) -> list[str]:
+    """The header values of a URL entry (the bearer token), kept off the screen."""
+    if entry is None:
+        return []
+    headers = entry.get("headers") or entry.get("http_headers") or {}
+    return [str(value) for value in headers.values()]
+
+
+def _redacted(diff: str, entry: dict[str, Any] | None) -> str:
+    for secret in _secrets(entry):
+        diff = diff.replace(secret, "Bearer …")
+    return diff
 
 
 def _as_json(outcome: Outcome) -> dict[str, Any]:
@@ -179,7 +247,7 @@ def _as_json(outcome: Outcome) -> dict[str, Any]:
         "action": outcome.action,
         "path": str(outcome.edit.path),
         "backup": str(outcome.backup) if outcome.backup else None,
-        "diff": outcome.edit.diff(),
+        "diff": _redacted(outcome.edit.diff(), outcome.entry),
         "through": list(outcome.ran) or None,
     }
 

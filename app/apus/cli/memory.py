@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from apus.memory.writer import Target
     from apus.search.engine import SearchHit, SearchResponse
     from apus.search.options import Mode
-    from apus.search.query import ParsedQuery
 
 _OPENBLAS_THREADS = "OPENBLAS_NUM_THREADS"
 # `memory index` exit status when the notes were indexed but embeddings the settings ask for
@@ -333,44 +332,20 @@ def search(
     from apus.cli.search_context import SearchContext
     from apus.index.note_filter import CORPUS_SOURCES, Asker, SessionScope
     from apus.search.options import SearchOptions
-    from apus.search.query import require_words
 
-    require_words(" ".join(query))
-    words = _parsed(" ".join(query), dated=time_words and since is None and until is None)
-    window = words.window
     filters = replace(
-        _filters(
-            paths,
-            since if window is None else window.since,
-            until if window is None else window.until,
-            tags,
-        ),
+        _filters(paths, since, until, tags),
         sources=CORPUS_SOURCES[corpus],
         scope=SessionScope(asker=Asker(agent, session)),
     )
+    options = SearchOptions(
+        mode=mode, limit=limit, filters=filters, per_note=per_note, time_words=time_words
+    )
     with _open() as memory:
-        shown = limit or memory.settings.search.query.max_results
-        # With --per-note, more passages are asked for than shown: a note's extra ones
-        # give way to other notes.
-        fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
-        options = SearchOptions(mode=mode, limit=fetch, filters=filters)
-        response, widened = memory.search_dated(words, options, guessed=window is not None)
+        response = memory.search(" ".join(query), options)
         reading = memory.reading()
-        if per_note is not None:
-            from apus.search.per_note import limit_per_note
-
-            response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
-        weak = memory.weak(response.hits)
-    context = SearchContext(window, widened, reading, response.coverage)
-    _show(response, context, explain=explain, as_json=as_json, weak=weak)
-
-
-def _parsed(words: str, *, dated: bool) -> ParsedQuery:
-    """The query, read once; with `dated`, a time in it becomes the dates to search."""
-    from apus.search.query import ParsedQuery
-    from apus.search.time_words import today
-
-    return ParsedQuery.dated(words, today=today()) if dated else ParsedQuery.parse(words)
+    context = SearchContext(response.time_window, response.widened, reading, response.coverage)
+    _show(response, context, explain=explain, as_json=as_json)
 
 
 def _show(
@@ -379,7 +354,6 @@ def _show(
     *,
     explain: bool,
     as_json: bool,
-    weak: frozenset[int] = frozenset(),  # chunk ids of the weak hits
 ) -> None:
     """A search's (or `related`'s) hits; `context`: what a search says beside them."""
     if as_json:
@@ -390,7 +364,7 @@ def _show(
                 "legs": {name: asdict(leg) for name, leg in response.legs.items()},
                 **(context.as_json() if context is not None else {}),
                 "results": [
-                    {**_hit_json(hit, explain, response.coverage), "weak": hit.chunk_id in weak}
+                    {**_hit_json(hit, explain, response.coverage), "weak": hit.weak}
                     for hit in response.hits
                 ],
             }
@@ -404,7 +378,7 @@ def _show(
         if leg.ran and leg.fix:  # it answered, from an index it could not update
             why = leg.reason.rstrip(".")
             _safe_echo_err(f"{name.capitalize()} search answered, but {why}. Fix: {leg.fix}")
-    print_hits(response, explain=explain, weak=weak)
+    print_hits(response, explain=explain)
 
 
 @memory.command()

@@ -32,11 +32,9 @@ def _score_text(score: float) -> str:
     return f"{score:.3f}" if score == 0 or abs(score) >= 0.001 else f"{score:.2e}"
 
 
-def print_hits(
-    response: SearchResponse, *, explain: bool = False, weak: frozenset[int] = frozenset()
-) -> None:
-    """The hits, best first; those whose chunk id is in `weak` are marked `weak`, those
-    search by meaning found while it covered only part of the vault `partial vectors`."""
+def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
+    """The hits, best first; weak ones are marked `weak`, those search by meaning found
+    while it covered only part of the vault `partial vectors`."""
     console = Console(highlight=False)
     for name, leg in response.legs.items():
         if not leg.ran and leg.reason and "not requested" not in leg.reason:
@@ -56,7 +54,7 @@ def print_hits(
         )
         if hit.title:
             header.append_text(_line((f"  {hit.title}", "bold")))
-        if hit.chunk_id in weak:
+        if hit.weak:
             header.append_text(_line(("  (weak)", "yellow")))
         if from_partial_vectors(hit, response.coverage):
             header.append_text(_line(("  (partial vectors)", "yellow")))

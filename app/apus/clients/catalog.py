@@ -13,8 +13,10 @@ entry it reads, as each client's documentation gives them.
 - Gemini CLI: `~/.gemini/settings.json`, or `.gemini/settings.json`; `mcpServers`. JSONC (it
   strips comments when it reads the file).
 
-Each client's entry shape is one function of the launch, so another transport (a URL) is a
-change to that function alone.
+Each client's entry shape is one function of the launch, and for the clients that reach a
+server by URL (`apus mcp --http`) one function of the URL and the headers to send: Claude
+Code, VS Code (`"type": "http"`), Cursor (`url`), Codex (`url`, `http_headers`), Gemini CLI
+(`httpUrl`). Claude Desktop starts its servers itself and takes no URL in its file.
 """
 
 from __future__ import annotations
@@ -81,12 +83,19 @@ class Client:
     installed_in: Callable[[Places], Path]  # a folder that exists once the client has run
     shape: Callable[[Launch], dict[str, Any]]
     reload: str  # what makes the client read the change
+    # The entry for a server reached by URL, with the headers to send; None: no URL form.
+    url_shape: Callable[[str, Mapping[str, str]], dict[str, Any]] | None = None
 
     def config_path(self, places: Places, scope: Scope) -> Path:
         return self.locate(places, scope)
 
     def entry(self, launch: Launch) -> dict[str, Any]:
         return self.shape(launch)
+
+    def url_entry(self, url: str, headers: Mapping[str, str]) -> dict[str, Any] | None:
+        """The entry that reaches a running `apus mcp --http` at `url`; None when this
+        client takes no URL."""
+        return None if self.url_shape is None else self.url_shape(url, headers)
 
     def found(self, places: Places) -> bool:
         if self.installed_in(places).is_dir():
@@ -105,6 +114,22 @@ def _typed(launch: Launch) -> dict[str, Any]:
 def _claude_code(launch: Launch) -> dict[str, Any]:
     # The shape `claude mcp add-json` stores.
     return {**_typed(launch), "env": {}}
+
+
+def _url_shape(
+    key: str, *, typed: bool = False, headers_key: str = "headers"
+) -> Callable[[str, Mapping[str, str]], dict[str, Any]]:
+    """An entry naming the URL under `key` (and `"type": "http"` when `typed`), with the
+    headers to send under `headers_key` when there are any."""
+
+    def shape(url: str, headers: Mapping[str, str]) -> dict[str, Any]:
+        entry: dict[str, Any] = {"type": "http"} if typed else {}
+        entry[key] = url
+        if headers:
+            entry[headers_key] = dict(headers)
+        return entry
+
+    return shape
 
 
 def _claude_code_file(places: Places, scope: Scope) -> Path:
@@ -134,6 +159,7 @@ CLIENTS: tuple[Client, ...] = (
         installed_in=Places.claude_dir,
         shape=_claude_code,
         reload="start a new Claude Code session (`claude mcp list` shows it)",
+        url_shape=_url_shape("url", typed=True),
     ),
     Client(
         name="claude-desktop",
@@ -158,6 +184,7 @@ CLIENTS: tuple[Client, ...] = (
         installed_in=lambda places: places.home / ".cursor",
         shape=_plain,
         reload="Cursor picks it up (Settings → MCP lists it)",
+        url_shape=_url_shape("url"),
     ),
     Client(
         name="vscode",
@@ -172,6 +199,7 @@ CLIENTS: tuple[Client, ...] = (
         installed_in=lambda places: places.app_config() / "Code",
         shape=_typed,
         reload="VS Code picks it up (MCP: List Servers shows it)",
+        url_shape=_url_shape("url", typed=True),
     ),
     Client(
         name="codex",
@@ -184,6 +212,7 @@ CLIENTS: tuple[Client, ...] = (
         installed_in=Places.codex_home,
         shape=_plain,
         reload="start a new Codex session (`codex mcp list` shows it)",
+        url_shape=_url_shape("url", headers_key="http_headers"),
     ),
     Client(
         name="gemini-cli",
@@ -198,6 +227,7 @@ CLIENTS: tuple[Client, ...] = (
         installed_in=lambda places: places.home / ".gemini",
         shape=_plain,
         reload="start a new Gemini CLI session (`gemini mcp list` shows it)",
+        url_shape=_url_shape("httpUrl"),
     ),
 )
 

@@ -100,6 +100,8 @@ def survey(places: Places, scope: Scope = "user") -> list[ClientState]:
 
 
 def starts_apus(entry: Any) -> bool:
+    """Whether the entry starts some Apus (an entry naming a URL is listed by `apus connect`
+    only when it was made so: nothing in a URL says what serves it)."""
     return isinstance(entry, dict) and runs_apus(str(entry.get("command", "")), entry_args(entry))
 
 
@@ -134,7 +136,10 @@ def connect(
         action, after = "unchanged", table.text or ""
     else:
         action = "updated" if existing is not None else "added"
-        after = table.with_server(name, entry)
+        target = table
+        if _other_transport(existing, entry):  # nothing of the old way to start it stays
+            target = ServerTable(path, table.without_server(name), client.format, table.key)
+        after = target.with_server(name, entry)
     edit = Edit(path, table.text, after)
     if dry_run or action in ("unchanged", "absent"):
         return Outcome(client, action, edit, entry=entry)
@@ -146,6 +151,11 @@ def connect(
         _verify(client, path, name, entry)
         return Outcome(client, action, edit, backup, ran, entry)
     return Outcome(client, action, edit, write(edit), entry=entry)
+
+
+def _other_transport(existing: Any, entry: dict[str, Any]) -> bool:
+    """Whether an entry that starts a command becomes one that names a URL, or back."""
+    return isinstance(existing, dict) and ("command" in existing) != ("command" in entry)
 
 
 def write(edit: Edit) -> Path | None:

@@ -105,6 +105,9 @@ class KeywordIndex:
         if keep_open:
             with self._lock:
                 self._close_checked()
+                # The next search reads what was just checked: an index rewritten at the same
+                # generation (a repair swaps the folder) is never read from the old files.
+                self._close_reader()
                 self._checked = (ix, reader)
         else:
             reader.close()

@@ -70,9 +70,17 @@ def plan_sync(
     *,
     force: bool,
     entries: bool = False,
+    partial: bool = False,
 ) -> SyncPlan:
-    known = store.files(source="memory")  # transcripts are the transcript step's
+    """What a sync reads, removes and rebuilds. `partial`: `scan` lists some notes only (the
+    session's own writes), so a note it does not list is not gone, and the skip list keeps
+    what it says of the others."""
     seen = {scanned.rel_path for scanned in scan.files}
+    if partial:  # the records of the listed notes are all it looks at
+        found = (store.file_by_path(path) for path in seen)
+        known = {record.path: record for record in found if record is not None}
+    else:
+        known = store.files(source="memory")  # transcripts are the transcript step's
     to_read: list[ScannedFile] = []
     unchanged = 0
     for scanned in scan.files:
@@ -87,7 +95,12 @@ def plan_sync(
             unchanged += 1
         else:
             to_read.append(scanned)
-    gone = {path: record for path, record in known.items() if path not in seen}
+    gone = {} if partial else {path: record for path, record in known.items() if path not in seen}
+    skipped = list(scan.skipped)
+    if partial:
+        listed = seen | {s.rel_path for s in scan.skipped}
+        kept = (SkippedFile(path, why) for path, why in store.skipped() if path not in listed)
+        skipped.extend(kept)
     gone_by_sha: dict[str, tuple[FileRecord, ...]] = {}
     for record in gone.values():
         gone_by_sha[record.sha256] = (*gone_by_sha.get(record.sha256, ()), record)
@@ -107,7 +120,7 @@ def plan_sync(
         tuple(to_read),
         gone,
         gone_by_sha,
-        tuple(scan.skipped),
+        tuple(skipped),
         way,
         unchanged,
         problems={} if force else load_problems(store),

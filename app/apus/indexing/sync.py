@@ -42,7 +42,7 @@ from apus.indexing.run import SyncCancelled, SyncRun
 from apus.indexing.shadow import discard_leftover, open_shadow, shadow_dir, swap_in
 from apus.indexing.transcripts import TranscriptReport, sync_transcripts
 from apus.indexing.writers import BATCH_FILES, LiveWriter, NoteWriter, ShadowWriter
-from apus.vault.scan import ScanCancelled, ScanResult, SkippedFile, scan_roots
+from apus.vault.scan import ScanCancelled, ScanResult, SkippedFile, scan_notes, scan_roots
 
 # The provider of a sync that only keeps keyword data (tests, benchmarks, `provider = none`).
 KEYWORD_ONLY = ProviderResolution(None, "off", "provider is none")
@@ -194,7 +194,7 @@ class Indexer:
         """Write what changed into the live index, batch by batch, then embed."""
         keyword = KeywordIndex(self.index_dir)
         try:
-            self._keyword_steps(store, keyword, report, cancel, emit)
+            self._keyword_steps(store, keyword, report, cancel, emit, notes=request.notes)
             report.embedding = run_embedding(
                 store,
                 self.index_dir,
@@ -290,19 +290,39 @@ class Indexer:
         emit: ProgressCallback,
         *,
         live: Store | None = None,
+        notes: tuple[str, ...] | None = None,
     ) -> None:
         """Scan, write the notes into `store` and bring `keyword` up to date with it.
 
         With `live`, `store` is the shadow of a forced rebuild: every note is read again and
         written there, and the plan (what changed, was renamed, is gone) is made against the
-        live store, which the shadow will replace.
+        live store, which the shadow will replace. With `notes`, only those notes of the
+        vault are read (the session's own writes: nothing else is walked, nothing is gone).
         """
-        scan = admit_media(self._scan(cancel, emit), self.provider.embedder)
-        report.files = len(scan.files)
+        if notes is None:
+            scan = admit_media(self._scan(cancel, emit), self.provider.embedder)
+        else:
+            sync = self.settings.search.sync
+            scan = scan_notes(
+                self.vault,
+                notes,
+                max_file_bytes=sync.max_file_bytes,
+                cross_devices=sync.cross_devices,
+            )
         signature = chunking_signature(self.settings)
         rebuilding = live is not None
         entries = self.settings.search.chunking.entries
-        plan = plan_sync(scan, live or store, keyword, signature, force=rebuilding, entries=entries)
+        partial = notes is not None
+        plan = plan_sync(
+            scan,
+            live or store,
+            keyword,
+            signature,
+            force=rebuilding,
+            entries=entries,
+            partial=partial,
+        )
+        report.files = len(scan.files)  # of a sync of some notes: those it looked at
         run = SyncRun(plan)
         writer: NoteWriter = (
             ShadowWriter(store, live, run, emit)
@@ -312,18 +332,19 @@ class Indexer:
         try:
             if run.keyword == "grow":
                 start_growing(store, keyword, run)
-            notes = NotesStep(self.settings, run, writer, emit, cancel)
-            notes.read_changed()
+            step = NotesStep(self.settings, run, writer, emit, cancel)
+            step.read_changed()
             writer.mirror_grown()
-            notes.remove_gone()
-            report.sessions = sync_transcripts(
-                store,
-                self.settings,
-                force=rebuilding,
-                mirror=writer.keyword_mirror(),
-                cancel=cancel,
-                emit=emit,
-            )
+            step.remove_gone()
+            if not partial:  # transcripts are never the session's own writes
+                report.sessions = sync_transcripts(
+                    store,
+                    self.settings,
+                    force=rebuilding,
+                    mirror=writer.keyword_mirror(),
+                    cancel=cancel,
+                    emit=emit,
+                )
             if run.keyword == "rebuild":
                 rebuild_keyword(store, keyword, cancel, emit)
                 report.keyword_rebuilt = True

@@ -92,20 +92,29 @@ class SyncQueue:
         self._running: SyncRequest | None = None
         self._cancel = threading.Event()
         self._closed = False
+        # Syncs numbered as they start; the last one that ended (other than on a busy lock,
+        # which is tried again) and the last that succeeded: what `wait_for` waits on.
+        self._started = 0
+        self._ended = 0
+        self._succeeded = 0
         self._thread = threading.Thread(target=self._loop, name="apus-sync-queue", daemon=True)
         self._thread.start()
 
-    def request(self, request: SyncRequest | None = None) -> None:
+    def request(self, request: SyncRequest | None = None) -> int:
+        """Queue `request`; returns the number of the sync that will do it (the next to
+        start takes everything pending), for `wait_for`."""
         request = request or SyncRequest()
         with self._cond:
+            ticket = self._started + 1
             if self._closed:
-                return
+                return ticket
             self._pending = request.merged(self._pending)
             self._retry_at = None
             self._failure_retry = False
             if request.force and self._running is not None:
                 self._cancel.set()
             self._cond.notify_all()
+            return ticket
 
     @property
     def idle(self) -> bool:
@@ -143,6 +152,19 @@ class SyncQueue:
                 self._cond.wait(left)
             return True
 
+    def wait_for(self, ticket: int, timeout: float | None = None) -> bool:
+        """Wait until the sync numbered `ticket` (or a later one) has ended; whether it
+        succeeded. Unlike `wait_idle`, syncs asked for afterwards (other writers, changes on
+        disk) are not waited for."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._ended < ticket and not self._closed:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
+            return self._succeeded >= ticket
+
     def close(self, timeout: float = 30.0) -> None:
         """Cancel the running sync (it keeps what it committed) and stop the thread."""
         with self._cond:
@@ -164,6 +186,7 @@ class SyncQueue:
                         request, self._pending, self._retry_at = self._pending, None, None
                         self._failure_retry = False
                         self._running = request
+                        self._started += 1
                         self._cancel = threading.Event()
                         return request
                 self._cond.wait(wait)
@@ -182,6 +205,13 @@ class SyncQueue:
             self._tell(finished)
             with self._cond:
                 self._running = None
+                # A busy lock is tried again, and a cancelled sync gave way to a forced one
+                # that does its work too: neither ended what was asked of it.
+                cancelled = finished.report is not None and finished.report.cancelled
+                if not finished.busy and not cancelled:
+                    self._ended = self._started
+                    if not finished.failed:
+                        self._succeeded = self._started
                 self._failures = self._failures + 1 if finished.failed else 0
                 retry = None
                 if finished.busy:

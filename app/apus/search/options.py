@@ -22,6 +22,11 @@ class SearchOptions:
     recency: bool | None = None  # None: hybrid.temporalDecay.enabled
     min_score: float | None = None  # None: minScore
     filters: NoteFilter = field(default_factory=NoteFilter)
+    # The session's rules (`Memory.search`), which the Searcher never reads: at most this
+    # many passages of one note, touching ones merged (None: no limit); and, without
+    # since/until, a time in the query's words read as the dates to search.
+    per_note: int | None = None
+    time_words: bool = False
 
     def resolve(self, config: QuerySettings) -> ResolvedOptions:
         """These options with config's values where they leave one open, and every other

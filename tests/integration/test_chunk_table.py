@@ -8,8 +8,9 @@ import datetime as dt
 from pathlib import Path
 
 from apus.index.store import Store
-from apus.search.engine import Searcher, SearchHit
+from apus.search.engine import Searcher
 from apus.search.options import SearchOptions
+from apus.search.results import SearchHit
 from support.vaults import make_settings, sync, write_note
 
 TODAY = dt.date(2026, 3, 14)

@@ -13,7 +13,7 @@ from apus.config import Settings
 from apus.index.note_filter import CORPUS_SOURCES, Asker, NoteFilter
 from apus.index.store import Store
 from apus.memory import Memory
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 from apus.vault import transcripts as tx
 from support.client_transcripts import (
     CODEX_FILE,

@@ -52,7 +52,7 @@ from apus.index.store import Store
 from apus.index.vectors import VectorIndex
 from apus.indexing.shadow import shadow_dir
 from apus.memory import Memory
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 from support.holds import Hold
 from support.tiny_gguf import write_tiny_gguf
 from support.vaults import APUS, write_note

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from apus.memory import Memory
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 from support.fake_apis import OpenAIShapedFake
 from support.vaults import make_settings, write_note
 

@@ -13,7 +13,7 @@ from apus.index.note_filter import NoteFilter
 from apus.index.vectors import VectorIndex
 from apus.memory import Memory
 from apus.memory.note_reader import NoteRefusedError
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 from support.tiny_gguf import write_tiny_gguf
 from support.vaults import local_model_settings, make_settings, run_apus, run_json, sync, write_note
 

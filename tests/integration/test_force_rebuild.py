@@ -26,7 +26,8 @@ from apus.index.store import Store
 from apus.indexing.request import SyncRequest
 from apus.indexing.shadow import shadow_dir
 from apus.memory import Memory
-from apus.search.engine import Searcher, SearchOptions
+from apus.search.engine import Searcher
+from apus.search.options import SearchOptions
 from support.holds import Hold
 from support.vaults import (
     APUS,

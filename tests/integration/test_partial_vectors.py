@@ -22,7 +22,7 @@ from apus.indexing import embedding
 from apus.indexing.embedding import EMBED_BATCH_CHUNKS
 from apus.indexing.progress import SyncProgress
 from apus.memory import Memory
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 from support.holds import Hold
 from support.tiny_gguf import write_tiny_gguf
 from support.vaults import APUS, local_model_settings, run_apus, run_json, write_note

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from apus.search.engine import Searcher, SearchOptions
+from apus.search.engine import Searcher
+from apus.search.options import SearchOptions
 from support.vaults import make_settings, sync, write_note
 
 KEYWORD = SearchOptions(mode="keyword")

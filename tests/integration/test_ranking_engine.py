@@ -17,7 +17,9 @@ from apus.config import Settings, load_settings
 from apus.embed.providers import resolve_provider
 from apus.indexing.sync import Indexer
 from apus.memory import Memory
-from apus.search.engine import Searcher, SearchHit, SearchOptions, SearchResponse
+from apus.search.engine import Searcher
+from apus.search.options import SearchOptions
+from apus.search.results import SearchHit, SearchResponse
 from support.vaults import make_settings, run_apus, run_json, search_response, sync, write_note
 from support.word_vector_leg import WordVectorLeg
 

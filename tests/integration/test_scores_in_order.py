@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from apus.agents.tools import AgentTools
 from apus.config import Settings
 from apus.memory import Memory
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 from apus.search.per_note import limit_per_note
 from support.vaults import make_settings, write_note
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from apus.index.store import Store
-from apus.search.engine import Searcher, SearchOptions
+from apus.search.engine import Searcher
+from apus.search.options import SearchOptions
 from support.vaults import make_settings, sync, write_note
 
 

@@ -21,8 +21,8 @@ from apus.embed.providers import resolve_provider
 from apus.index.vectors import VectorIndex
 from apus.indexing.request import SyncRequest
 from apus.memory import Memory
-from apus.search.engine import SearchResponse
 from apus.search.options import SearchOptions
+from apus.search.results import SearchResponse
 
 from .helpers import local_model_settings, write_note
 from .helpers import sync as sync_index

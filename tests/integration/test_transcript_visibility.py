@@ -10,7 +10,7 @@ import pytest
 from apus.index.note_filter import Asker, NoteFilter, SessionScope, VisibilityError
 from apus.memory import Memory
 from apus.memory.transcript_reader import SessionNotFoundError
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 from support.transcripts import conversation, enabled_env, transcript_path, write_transcript
 from support.vaults import make_settings, sync, write_note
 

@@ -15,7 +15,8 @@ from apus.index.note_filter import CORPUS_SOURCES, NoteFilter
 from apus.index.store import Store
 from apus.index.transcript_store import TranscriptStore
 from apus.memory import Memory
-from apus.search.engine import SearchHit, SearchOptions
+from apus.search.options import SearchOptions
+from apus.search.results import SearchHit
 from support.tiny_gguf import write_tiny_gguf
 from support.transcripts import (
     append,

@@ -51,7 +51,7 @@ def _identity_key(settings: Settings) -> str:
     return resolution.embedder.identity.key()
 
 
-def _vector_leg(settings: Settings) -> tuple[bool, str, int]:
+def _vector_report(settings: Settings) -> tuple[bool, str, int]:
     leg = search_response(settings, "router closet", mode="hybrid").legs["vector"]
     return leg.ran, f"{leg.reason} Fix: {leg.fix}", leg.candidates
 
@@ -80,14 +80,14 @@ def test_a_missing_file_is_reported_then_rebuilt(settings: Settings) -> None:
     vectors.path.unlink()
 
     assert vectors.health(key).state == "missing"
-    ran, reason, _ = _vector_leg(settings)
+    ran, reason, _ = _vector_report(settings)
     assert not ran
     assert "vectors.faiss is missing" in reason and "apus memory index" in reason
 
     sync_index(settings)
     health = vectors.health(key)
     assert health.state == "rebuilt" and "missing" in health.reason
-    ran, _, candidates = _vector_leg(settings)
+    ran, _, candidates = _vector_report(settings)
     assert ran and candidates == 3
     _assert_faiss_matches_store(settings)
 
@@ -102,12 +102,12 @@ def test_garbage_inside_the_file_is_never_served_and_is_rebuilt(settings: Settin
     vectors.path.write_bytes(bytes(data))
 
     assert vectors.health(key).state == "damaged"
-    ran, reason, _ = _vector_leg(settings)
+    ran, reason, _ = _vector_report(settings)
     assert not ran and "does not match its checksum" in reason
 
     sync_index(settings)
     assert vectors.health(key).state == "rebuilt"
-    assert _vector_leg(settings)[0]
+    assert _vector_report(settings)[0]
     _assert_faiss_matches_store(settings)
 
 

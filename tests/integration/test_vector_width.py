@@ -15,7 +15,7 @@ from apus.index.identity import stored_identity
 from apus.index.store import Store
 from apus.index.vectors import VectorIndex
 from apus.memory import Memory
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 from support.holds import Hold
 from support.tiny_gguf import HIDDEN
 from support.vaults import embeddings, local_model_settings, search_response, sync, write_note

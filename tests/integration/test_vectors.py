@@ -19,7 +19,7 @@ from apus.indexing.request import SyncRequest
 from apus.memory import Memory
 from apus.memory.session import MemoryEvent
 from apus.memory.sync_queue import SyncFinished, SyncStarted
-from apus.search.engine import SearchOptions
+from apus.search.options import SearchOptions
 from support.holds import Hold
 from support.ports import refusing_port
 from support.recording_server import RecordingServer

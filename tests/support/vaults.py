@@ -21,7 +21,8 @@ from apus.index.store import Store
 from apus.indexing.request import SyncRequest
 from apus.indexing.sync import SyncReport
 from apus.memory import Memory
-from apus.search.engine import SearchHit, SearchOptions, SearchResponse
+from apus.search.options import SearchOptions
+from apus.search.results import SearchHit, SearchResponse
 
 # The CLI exactly as a shell runs it, in this interpreter (so the venv's packages are used).
 APUS = [

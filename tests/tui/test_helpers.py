@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from apus.index.status import EmbeddingsState
-from apus.search.engine import LegReport
+from apus.search.results import LegReport
 from apus.tui.editor import NoEditorError, editor_command
 from apus.tui.format import eta_text, flatten_snippet, home_relative, plural
 from apus.tui.notes import WINDOW_LINES, load_note

@@ -10,7 +10,7 @@ from textual.pilot import Pilot
 from textual.widgets import Label
 
 from apus.indexing.embedding import EMBED_BATCH_CHUNKS
-from apus.search.engine import SearchResponse
+from apus.search.results import SearchResponse
 from apus.tui.app import ApusApp
 from apus.tui.screens.search import SearchScreen
 from apus.tui.widgets.results import ResultList

@@ -47,10 +47,10 @@ from apus.index.note_filter import (
 from apus.memory import Memory
 from apus.memory.hit_json import hit_json
 from apus.memory.writer import Entry, Target
-from apus.search.engine import SearchHit, SearchResponse
 from apus.search.options import SearchOptions
 from apus.search.per_note import DEFAULT_PER_NOTE
 from apus.search.ranking import readable_score
+from apus.search.results import SearchHit, SearchResponse
 from apus.search.snippet import Snippet, within_columns
 from apus.search.time_words import TimeWordsError, bound
 from apus.vault.transcripts import session_key_of

@@ -19,8 +19,9 @@ from apus import paths
 from apus.benchmarks.beir import DEFAULTS, Split, Variant, _RememberingLeg
 from apus.benchmarks.decisions_data import DECISIONS, Decision
 from apus.config import Settings
-from apus.search.engine import Searcher, SearchHit
+from apus.search.engine import Searcher
 from apus.search.options import Mode, SearchOptions
+from apus.search.results import SearchHit
 
 # The day the questions are asked: every entry is dated back from it (`Decision.days_ago`).
 TODAY = dt.date(2026, 12, 1)

@@ -27,8 +27,9 @@ from apus.benchmarks.textbook_bm25 import TextbookBm25
 from apus.config import Settings
 from apus.errors import ConfigError
 from apus.index.note_filter import NoteFilter
-from apus.search.engine import Searcher, SearchHit
+from apus.search.engine import Searcher
 from apus.search.options import Mode, SearchOptions
+from apus.search.results import SearchHit
 
 Layout = Literal["notes", "transcripts"]
 # The literature scores categories 1-4; 5 (adversarial: no answer in the conversation) apart.

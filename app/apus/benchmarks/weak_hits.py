@@ -39,8 +39,8 @@ from apus.benchmarks.locomo import (
     write_notes,
 )
 from apus.config import Settings
-from apus.search.engine import SearchHit
 from apus.search.options import SearchOptions
+from apus.search.results import SearchHit
 from apus.search.weak import threshold_for
 
 TUNING = ("conv-26", "conv-30", "conv-41")

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from apus.indexing.sync import SyncReport
     from apus.memory import Memory
     from apus.memory.writer import Target
-    from apus.search.engine import SearchHit, SearchResponse
     from apus.search.options import Mode
+    from apus.search.results import SearchHit, SearchResponse
 
 _OPENBLAS_THREADS = "OPENBLAS_NUM_THREADS"
 # `memory index` exit status when the notes were indexed but embeddings the settings ask for

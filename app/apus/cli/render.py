@@ -12,7 +12,7 @@ from rich.text import Text
 
 from apus.index.status import EmbeddingsState, IndexStatus
 from apus.memory.hit_json import from_partial_vectors
-from apus.search.engine import SearchResponse
+from apus.search.results import SearchResponse
 from apus.terminal_text import terminal_safe
 from apus.units import human_size
 

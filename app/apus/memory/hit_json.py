@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from apus.config_model import camel
-from apus.search.engine import SearchHit
+from apus.search.results import SearchHit
 
 
 def from_partial_vectors(hit: SearchHit, coverage: float | None) -> bool:

@@ -29,9 +29,10 @@ from apus.memory.transcript_reader import (
     search_transcripts,
     transcript_history,
 )
-from apus.search.engine import Repair, Searcher, SearchHit, SearchResponse
+from apus.search.engine import Searcher
 from apus.search.options import SearchOptions
 from apus.search.query import ParsedQuery, require_words
+from apus.search.results import Repair, SearchHit, SearchResponse
 from apus.search.time_words import today
 
 # What only indexing, status, writing, recall, search by meaning or a live session needs is
@@ -143,7 +144,7 @@ class Memory:
         self.settings = settings
         self._lock = threading.RLock()
         self._provider: ProviderResolution | None = None
-        self._leg: ProviderVectorLeg | None = None
+        self._session_leg: ProviderVectorLeg | None = None
         self._searcher: Searcher | None = None
         self._syncs: SyncQueue | None = None
         self._listeners: list[Listener] = []
@@ -209,7 +210,7 @@ class Memory:
                 # The provider is resolved when a search first needs the vector leg: a
                 # keyword search never resolves it (a local model's file is checked then).
                 self._searcher = Searcher(
-                    self.settings, vector_leg_source=self._vector_leg, strict=self.strict
+                    self.settings, vector_leg_source=self._session_vector_leg, strict=self.strict
                 )
             return self._searcher
 
@@ -454,7 +455,7 @@ class Memory:
         return embeddings_state(
             self.settings,
             self.provider,
-            self._vector_leg(),
+            self._session_vector_leg(),
             running=self._embedding,
             deep=deep,
         )
@@ -617,15 +618,17 @@ class Memory:
 
             return resolve_indexed_note(self.settings, store, parse_address(path).path)[0]
 
-    def _vector_leg(self) -> ProviderVectorLeg | None:
+    def _session_vector_leg(self) -> ProviderVectorLeg | None:
+        """The session's one vector leg, made on first use (None: embeddings are off): the
+        searcher's `vector_leg_source`, and what status reads the vectors' readiness from."""
         from apus.search.vector_leg import ProviderVectorLeg
 
         with self._lock:
             provider = self.provider
             # Without an embedder the leg still says why (and whether that is a failure).
-            if self._leg is None and provider.state != "off":
-                self._leg = ProviderVectorLeg(self.index_dir, provider, self._embedding_now)
-            return self._leg
+            if self._session_leg is None and provider.state != "off":
+                self._session_leg = ProviderVectorLeg(self.index_dir, provider, self._embedding_now)
+            return self._session_leg
 
     def _embedding_now(self) -> bool:
         """Whether this process or another is embedding this index at this moment."""
@@ -637,9 +640,9 @@ class Memory:
         if self._searcher is not None:
             self._searcher.close()
             self._searcher = None
-        if self._leg is not None:  # the searcher's, or made for status alone
-            self._leg.close()
-        self._leg = None
+        if self._session_leg is not None:  # the searcher's, or made for status alone
+            self._session_leg.close()
+        self._session_leg = None
         if self._provider is not None and self._provider.embedder is not None:
             self._provider.embedder.close()
         self._provider = None

@@ -6,7 +6,7 @@ A search (`search_stages`) runs these steps, marked "Step N" in its body:
    by name, its path form) and resolve the options once (`ResolvedOptions`, and "today"):
    no step after this reads a setting or parses the query again.
 2. Narrow: the notes and chunks the filters admit (kept until the store changes).
-3. Start the vector leg on the pool (embed the query, search FAISS), or say why it cannot.
+3. Start the vector leg on its threads (embed the query, search FAISS), or say why it cannot.
 4. Run the keyword leg (BM25 over the admitted chunks) while the query embeds.
 5. Progressive hybrid only: rank the keyword hits alone (as step 8 does) and yield them.
 6. Raise a strict provider failure, now that the keyword results are out.
@@ -17,14 +17,15 @@ A search (`search_stages`) runs these steps, marked "Step N" in its body:
    by `minScore`, diversify with MMR (a factor of each score: the score a hit shows is the
    one the list is ordered by), build the hits. What ranking learns about a chunk (its
    record, factors, snippet) and the notes the query names are kept for the search
-   (`_RankingWork`): step 8 reuses step 5's.
+   (`search/ranking_work.py`): step 8 reuses step 5's. The candidates are weighed as one
+   pool of arrays (`search/candidate_pool.py`); the answer's types are `search/results.py`.
 
 It only reads, and keeps nothing one query learns for the next: a keyword index that is
 missing, damaged or behind the store, a vector file to rebuild, a re-embed that is due are
 said on that query's answer (`LegReport.repair`, `SearchResponse.repairs`) for the session to
 act on through the Indexer, never repaired here. What it keeps are facts of the store
 generation (`search/generation.py`). Whether a failing provider raises or leaves keyword
-results alone is decided in one place, `_vector_leg`, from the `strict` flag the session
+results alone is decided in one place, `_unavailable`, from the `strict` flag the session
 passes in.
 """
 
@@ -34,8 +35,8 @@ import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal, TypeVar
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -44,38 +45,35 @@ from apus.errors import Problem, ProviderUnavailableError
 from apus.index.keyword import KeywordIndex
 from apus.index.note_filter import NoteFilter
 from apus.index.store import ChunkFacts, ChunkRecord, Store
+from apus.search.candidate_pool import (
+    CandidatePool,
+    ChosenCandidate,
+    best_chunk_first,
+    hit_of,
+    set_shown_scores,
+)
 from apus.search.chunk_table import (
     Candidates,
     ChunkTable,
-    Weights,
     language_weights,
     read_candidates,
     weigh,
 )
 from apus.search.generation import Admitted, GenerationCache, KeywordHealth, Tables
-from apus.search.hybrid import MergedScore, leg_weights, merge_legs
+from apus.search.hybrid import leg_weights, merge_legs
 from apus.search.mmr import mmr_order
 from apus.search.options import Mode, ResolvedOptions, SearchOptions
 from apus.search.path_words import PathWords, path_tiers
 from apus.search.query import ParsedQuery
-from apus.search.ranking import (
-    PathTier,
-    RankFactors,
-    rank_key,
-    readable_score,
-    select_with_min_score,
-)
-from apus.search.snippet import Snippet, make_snippet
-from apus.search.time_words import DateWindow
-from apus.vault.annotations import without_annotations
-from apus.vault.text import TextTerms
+from apus.search.ranking import PathTier, select_with_min_score
+from apus.search.ranking_work import RankingWork
+from apus.search.results import LegReport, Repair, SearchHit, SearchResponse
 
 # The vector leg's modules (embedding, FAISS) and the media of `extraPaths` are imported
 # when a search uses them: a one-shot keyword search is a new process that pays for each.
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    from apus.index.media import MediaFacts
     from apus.search.vector_leg import VectorLeg
 
 T = TypeVar("T")
@@ -87,225 +85,6 @@ NOTE_SUFFIXES = (".md", ".markdown")
 _RELATED_CHUNKS = 12
 # The fix shown when the keyword index cannot answer until a sync rebuilds it.
 _REBUILD_FIX = "apus memory index"
-
-# What a leg found that a sync should do: "keyword" — the keyword index is missing, does not
-# open or is behind the store (bring it up to date); "keyword-damaged" — a query failed on
-# an index that opens (only a rebuild helps, whatever its stamp says); "vectors" —
-# vectors.faiss is missing, damaged or of another width, or a re-embed is due (the next sync
-# makes them from the store).
-Repair = Literal["keyword", "keyword-damaged", "vectors"]
-
-
-@dataclass(frozen=True)
-class LegReport:
-    ran: bool
-    reason: str = ""  # why it did not run, or a caveat ("index update in progress")
-    fix: str = ""  # what makes it run, when something can
-    candidates: int = 0
-    ms: float = 0.0
-    # The vector leg only, while its vectors are being built: the share of passages it
-    # searched (None: all of them).
-    coverage: float | None = None
-    repair: Repair | None = None  # what this query found a sync should do
-
-
-@dataclass(frozen=True)
-class Explanation:
-    vector_raw: float | None
-    vector_norm: float
-    text_raw: float | None
-    text_norm: float
-    merged: float  # the relevance minScore is applied to
-    recency: float  # the note's decay: 0.5 every half-life, 1.0 for evergreen notes
-    recency_weight: float  # what the decay multiplies the score by (never below the floor)
-    importance: float
-    tier: str
-    mmr_position: int | None  # 1-based position chosen by MMR; None when MMR was off
-    # relevance × recency weight × importance × curated × language, before diversity
-    final: float = 0.0
-    # What MMR multiplied `final` by (1.0: nothing above repeats it, or MMR was off)
-    diversity: float = 1.0
-    # 1.0, or languageWeight for a note in another language than the query's candidates'
-    language: float = 1.0
-    # 1.0, or curatedWeight for a passage of the agent's own memory
-    curated: float = 1.0
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    chunk_id: int
-    path: str
-    title: str
-    start_line: int
-    end_line: int
-    heading: str
-    score: float
-    snippet: str
-    highlights: tuple[tuple[int, int], ...]
-    note_date: str | None
-    legs: tuple[str, ...]  # which legs found it: "keyword", "vector", "path"
-    explain: Explanation
-    source: str = "memory"
-    media: MediaFacts | None = None  # an image or audio file: its type and size
-    # Found by meaning alone, no closer than notes that cannot answer come (`search/weak.py`):
-    # set by the session, which knows the model.
-    weak: bool = False
-
-    @property
-    def citation(self) -> str:
-        """Where the passage is, as agents cite it: `path#L12-L30`."""
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
-
-
-@dataclass(frozen=True)
-class SearchResponse:
-    query: str
-    mode: Mode
-    hits: list[SearchHit]
-    legs: dict[str, LegReport] = field(default_factory=dict)
-    ms: float = 0.0
-    final: bool = True  # False for keyword results that merged results will replace
-    # The dates read from the query's own words ("what did I decide last week"), and whether
-    # they held nothing, so that the notes of any date were searched instead.
-    time_window: DateWindow | None = None
-    widened: bool = False
-
-    @property
-    def repairs(self) -> frozenset[Repair]:
-        """What this search found that a sync should do (the session acts on it, once)."""
-        return frozenset(leg.repair for leg in self.legs.values() if leg.repair is not None)
-
-    @property
-    def coverage(self) -> float | None:
-        """The share of passages search by meaning covered, when it covered only some."""
-        vector = self.legs.get("vector")
-        return vector.coverage if vector is not None and vector.ran else None
-
-    @property
-    def ran(self) -> Mode:
-        """The mode that really answered: `mode` asks for both legs, `ran` says "keyword"
-        when the vector leg could not run (no vectors yet, provider off or down)."""
-        if not self.legs:  # an answer without legs (related notes) is its mode
-            return self.mode
-        vector = self.legs.get("vector")
-        keyword = self.legs.get("keyword")
-        vector_ran = vector is not None and vector.ran
-        if vector_ran and keyword is not None and keyword.ran:
-            return "hybrid"
-        return "vector" if vector_ran else "keyword"
-
-
-@dataclass
-class _Candidate:
-    """A candidate chosen to be shown, with its record."""
-
-    chunk: ChunkRecord
-    score: MergedScore[int] | None
-    factors: RankFactors
-    final: float
-    mmr_position: int | None = None
-    # The score it is shown with, the one the list is ordered by (`_ordering_scores`).
-    shown: float = 0.0
-
-    @property
-    def tier(self) -> PathTier:
-        return self.factors.tier
-
-    @property
-    def diversity(self) -> float:
-        """What `final` was multiplied by to give the score shown."""
-        return self.shown / self.final if self.final > 0 and self.shown <= self.final else 1.0
-
-
-@dataclass(frozen=True)
-class _Pool:
-    """Every candidate of one ranking, position by position: arrays, so that hundreds of
-    candidates are weighed and ordered without an object each (only those shown get one)."""
-
-    candidates: Candidates
-    scores: list[MergedScore[int] | None]
-    relevance: np.ndarray  # the merged score, before recency and importance
-    keyword: list[bool]  # found by its words (or the query names its note)
-    tiers: np.ndarray  # PathTier values
-    weights: Weights
-    final: np.ndarray
-
-    def order(self) -> list[int]:
-        """Positions best first: higher path tier, then higher final score, then the legs'
-        order (`rank_key`; lexsort is stable)."""
-        order: list[int] = np.lexsort((-self.final, -self.tiers)).tolist()
-        return order
-
-    def without(self, gone: set[int]) -> _Pool:
-        """The pool without the candidates (chunk ids) deleted since they were weighed."""
-        keep = [i for i, chunk_id in enumerate(self.candidates.ids) if chunk_id not in gone]
-        at = np.asarray(keep, dtype=np.int64)
-        return _Pool(
-            self.candidates.only(keep),
-            [self.scores[i] for i in keep],
-            self.relevance[at],
-            [self.keyword[i] for i in keep],
-            self.tiers[at],
-            self.weights.only(at),
-            self.final[at],
-        )
-
-    def chosen(self, position: int, record: ChunkRecord) -> _Candidate:
-        weights = self.weights
-        factors = RankFactors(
-            recency=float(weights.recency[position]),
-            importance=float(weights.importance[position]),
-            tier=PathTier(int(self.tiers[position])),
-            recency_weight=float(weights.recency_weight[position]),
-            language=1.0 if weights.language is None else float(weights.language[position]),
-            curated=1.0 if weights.curated is None else float(weights.curated[position]),
-        )
-        return _Candidate(record, self.scores[position], factors, float(self.final[position]))
-
-
-@dataclass
-class _RankingWork:
-    """What ranking learns in one search, kept for its every stage: the merged stage ranks
-    the keyword stage's chunks again, and nothing about a chunk but its score has changed.
-    Candidates are weighed without their texts; the records of the hits shown are read
-    then."""
-
-    query: ParsedQuery
-    options: ResolvedOptions
-    admitted: Admitted | None
-    today: dt.date
-    named: set[int] | None = None  # first chunks of the notes the query names
-    facts: dict[int, ChunkFacts] = field(default_factory=dict)  # read from the store
-    tiers: dict[int, PathTier] = field(default_factory=dict)
-    records: dict[int, ChunkRecord] = field(default_factory=dict)  # of the chunks shown
-    snippets: dict[int, Snippet] = field(default_factory=dict)
-    # The terms of a chunk's text by its distinct words (`TextTerms`): MMR's term set and
-    # its snippet's matches, with no `Token` for each word.
-    text_terms: dict[int, TextTerms] = field(default_factory=dict)
-    media: dict[str, MediaFacts | None] = field(default_factory=dict)
-
-    def snippet_of(self, chunk: ChunkRecord) -> Snippet:
-        snippet = self.snippets.get(chunk.id)
-        if snippet is None:
-            terms = frozenset(self.query.terms)
-            text = chunk.text
-            shown = without_annotations(text)
-            # Without annotations the snippet's text is the chunk's: MMR's analysis serves it.
-            matches = self._text_terms_of(chunk).spans(terms) if shown is text else None
-            snippet = make_snippet(shown, terms, matches=matches)
-            self.snippets[chunk.id] = snippet
-        return snippet
-
-    def term_set_of(self, chunk: ChunkRecord) -> frozenset[str]:
-        """The folded terms of a chunk's text (`TextTerms.terms`), found once a search and
-        kept for its snippet."""
-        return self._text_terms_of(chunk).terms
-
-    def _text_terms_of(self, chunk: ChunkRecord) -> TextTerms:
-        found = self.text_terms.get(chunk.id)
-        if found is None:
-            found = self.text_terms[chunk.id] = TextTerms(chunk.text)
-        return found
 
 
 @dataclass(frozen=True)
@@ -355,8 +134,9 @@ class Searcher:
         self._store: Store | None = None
         self._store_lock = threading.Lock()
         self._generations = GenerationCache()
-        # Made for the first query embedding: a keyword search never needs a thread.
-        self._pool: ThreadPoolExecutor | None = None
+        # The vector leg's threads, made for the first query embedding: a keyword search never
+        # needs one.
+        self._executor: ThreadPoolExecutor | None = None
 
     @property
     def vector_leg(self) -> VectorLeg | None:
@@ -367,8 +147,8 @@ class Searcher:
             return self._leg
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
         self._keyword.close()
         if self._leg is not None and self._owns_leg:
             self._leg.close()
@@ -408,7 +188,7 @@ class Searcher:
             return
         # Step 2: what the filters admit.
         admitted = self.admitted(resolved.filters)
-        work = _RankingWork(parsed, resolved, admitted, self._today())
+        work = RankingWork(parsed, resolved, admitted, self._today())
         # Step 3: the vector leg starts (or says why it cannot).
         start = self._start_vector_leg(parsed.text, resolved, admitted)
         # Step 4: the keyword leg, while the query embeds.
@@ -467,7 +247,7 @@ class Searcher:
         return generation.other_sources(sources, lambda: store.holds_other_sources(sources))
 
     def _response(
-        self, work: _RankingWork, legs: _Legs, mode: Mode, started: float, final: bool = True
+        self, work: RankingWork, legs: _Legs, mode: Mode, started: float, final: bool = True
     ) -> SearchResponse:
         hits = self._rank(work, legs)
         elapsed = (time.perf_counter() - started) * 1000
@@ -499,7 +279,7 @@ class Searcher:
             legs = _Legs(hits, None, {"keyword": report})
             mode = "keyword"
         # Ranked as a search for nothing: no words to highlight, no path the query names.
-        work = _RankingWork(ParsedQuery.parse(""), resolved, admitted, self._today())
+        work = RankingWork(ParsedQuery.parse(""), resolved, admitted, self._today())
         ranked = self._rank(work, legs)
         elapsed = (time.perf_counter() - started) * 1000
         return SearchResponse(path, mode, ranked, legs.reports, elapsed)
@@ -575,13 +355,14 @@ class Searcher:
 
     # -- the vector leg -----------------------------------------------------------------
 
-    def _leg_pool(self) -> ThreadPoolExecutor:
+    def _leg_executor(self) -> ThreadPoolExecutor:
+        """The threads the vector leg runs on, made for the first query embedding."""
         with self._leg_lock:  # searches of many callers may be the first at once
-            if self._pool is None:
+            if self._executor is None:
                 from concurrent.futures import ThreadPoolExecutor
 
-                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
-            return self._pool
+                self._executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
+            return self._executor
 
     def _start_vector_leg(
         self, query: str, options: ResolvedOptions, admitted: Admitted | None
@@ -600,7 +381,8 @@ class Searcher:
         due: Repair | None = "vectors" if available.reembed_due else None
         if available.usable:
             allowed = None if admitted is None else admitted.chunks
-            future = self._leg_pool().submit(self._vector_leg, query, options.candidates, allowed)
+            run = self._run_vector_leg
+            future = self._leg_executor().submit(run, query, options.candidates, allowed)
             pending = LegReport(False, "pending", coverage=available.coverage, repair=due)
             return _VectorStart(future, pending, covered=available.covered)
         problem = available.problem
@@ -608,9 +390,11 @@ class Searcher:
         report = LegReport(False, problem.reason, problem.fix, repair=due)
         return _VectorStart(None, report, failure)
 
-    def _vector_leg(
+    def _run_vector_leg(
         self, query: str, k: int, allowed: np.ndarray | None
     ) -> tuple[dict[int, float] | None, LegReport]:
+        """The vector leg's search, on the leg's threads: its hits and report, or, for a
+        strict session, the provider's failure raised."""
         from apus.embed.base import EmbeddingError
         from apus.index.vectors import VectorIndexError
 
@@ -638,18 +422,18 @@ class Searcher:
 
     # -- ranking ------------------------------------------------------------------------
 
-    def _rank(self, work: _RankingWork, legs: _Legs) -> list[SearchHit]:
+    def _rank(self, work: RankingWork, legs: _Legs) -> list[SearchHit]:
         """The legs' hits merged, weighed, selected, diversified and made into hits."""
         options = work.options
         chosen = self._chosen(work, self._weighed(work, legs))
         if options.mmr and len(chosen) > 1:
             chosen = self._diversify(work, chosen, options.mmr_lambda)
         else:
-            _ordering_scores(chosen, [c.final for c in chosen])
-        hits = [_hit(c, work.snippet_of(c.chunk), legs.vector) for c in chosen]
+            set_shown_scores(chosen, [c.final for c in chosen])
+        hits = [hit_of(c, work.snippet_of(c.chunk), legs.vector) for c in chosen]
         return self._with_media_facts(work, hits)
 
-    def _with_media_facts(self, work: _RankingWork, hits: list[SearchHit]) -> list[SearchHit]:
+    def _with_media_facts(self, work: RankingWork, hits: list[SearchHit]) -> list[SearchHit]:
         """Hits on images and audio carry their type and size (the faces show both)."""
         if all(hit.path.lower().endswith(NOTE_SUFFIXES) for hit in hits):
             return hits  # notes only: the media module is not even loaded
@@ -671,7 +455,7 @@ class Searcher:
             with_facts.append(replace(hit, media=media) if media else hit)
         return with_facts
 
-    def _weighed(self, work: _RankingWork, legs: _Legs) -> _Pool:
+    def _weighed(self, work: RankingWork, legs: _Legs) -> CandidatePool:
         """Every chunk either leg found, plus the notes the query names, weighed."""
         options = work.options
         vector_weight, text_weight = leg_weights(
@@ -705,11 +489,9 @@ class Searcher:
         curated = weights.curated if weights.curated is not None else 1.0
         # As `final_score`: relevance × recency weight × importance × curated × language.
         final = relevance * weights.recency_weight * weights.importance * curated * language
-        return _Pool(candidates, scores, relevance, keyword, tiers, weights, final)
+        return CandidatePool(candidates, scores, relevance, keyword, tiers, weights, final)
 
-    def _candidates(
-        self, work: _RankingWork, ids: list[int]
-    ) -> tuple[Candidates, PathWords | None]:
+    def _candidates(self, work: RankingWork, ids: list[int]) -> tuple[Candidates, PathWords | None]:
         """The candidates `ids` that are still stored, with what weighs them: from this
         generation's table when it is built, else read from the store (once a search); and
         the generation's path words (None until built), which tier them."""
@@ -732,7 +514,7 @@ class Searcher:
         return self._with_store(find, nothing)
 
     @staticmethod
-    def _tiers(work: _RankingWork, candidates: Candidates, table: PathWords | None) -> np.ndarray:
+    def _tiers(work: RankingWork, candidates: Candidates, table: PathWords | None) -> np.ndarray:
         """The path tier of each candidate (`path_tiers`, for those not tiered yet this
         search, all at once)."""
         tiers = work.tiers
@@ -744,7 +526,7 @@ class Searcher:
         count = len(candidates.ids)
         return np.fromiter((tiers[chunk_id] for chunk_id in candidates.ids), np.int64, count)
 
-    def _chosen(self, work: _RankingWork, pool: _Pool) -> list[_Candidate]:
+    def _chosen(self, work: RankingWork, pool: CandidatePool) -> list[ChosenCandidate]:
         """The candidates selected to be shown, with their records (read once a search). A
         chunk deleted since it was weighed gives its place to the next."""
         while True:
@@ -756,7 +538,7 @@ class Searcher:
                 return [pool.chosen(p, records[i]) for p, i in zip(positions, ids, strict=True)]
             pool = pool.without(gone)
 
-    def _records(self, work: _RankingWork, ids: list[int]) -> dict[int, ChunkRecord]:
+    def _records(self, work: RankingWork, ids: list[int]) -> dict[int, ChunkRecord]:
         """The records (texts included) of the chunks shown, read once a search."""
         missing = [chunk_id for chunk_id in ids if chunk_id not in work.records]
         if missing:
@@ -782,7 +564,7 @@ class Searcher:
         return self._generations.of(store.generation()).tables(build)
 
     @staticmethod
-    def _select(pool: _Pool, options: ResolvedOptions) -> list[int]:
+    def _select(pool: CandidatePool, options: ResolvedOptions) -> list[int]:
         """Positions of the candidates shown: path-tier matches first, then the rest through
         `minScore` (keyword matches kept), which judges relevance alone: recency and
         importance only order what passes."""
@@ -801,7 +583,9 @@ class Searcher:
         )
 
     @staticmethod
-    def _diversify(work: _RankingWork, chosen: list[_Candidate], lam: float) -> list[_Candidate]:
+    def _diversify(
+        work: RankingWork, chosen: list[ChosenCandidate], lam: float
+    ) -> list[ChosenCandidate]:
         """MMR over body relevance (each score multiplied by its novelty factor); path-tier
         hits stay on top."""
         head = [c for c in chosen if c.tier > PathTier.NONE]
@@ -815,10 +599,10 @@ class Searcher:
         values = [c.final for c in head] + [d.item.final * d.factor for d in tail]
         # A note leads with its best passage: within the places its passages hold, they are
         # put in score order, and each takes the score of the place it takes.
-        ordered = _best_chunk_first(placed)
+        ordered = best_chunk_first(placed)
         for position, candidate in enumerate(ordered, start=1):
             candidate.mmr_position = position
-        _ordering_scores(ordered, values)
+        set_shown_scores(ordered, values)
         return ordered
 
     # -- store access -------------------------------------------------------------------
@@ -830,7 +614,7 @@ class Searcher:
                 self._store = Store(self.index_dir, readonly=True)
             return default if self._store is None else action(self._store)
 
-    def _named_chunk_ids(self, work: _RankingWork) -> set[int]:
+    def _named_chunk_ids(self, work: RankingWork) -> set[int]:
         """First chunks of the notes whose path, file name or stem is the query (looked up
         once a search, in the store's names table)."""
         if work.named is None:
@@ -844,57 +628,6 @@ class Searcher:
                 firsts = self._with_store(lambda s: s.first_chunk_of_files(files), {})
             work.named = {chunk.id for chunk in firsts.values()}
         return work.named
-
-
-def _hit(c: _Candidate, snippet: Snippet, vector_hits: dict[int, float] | None) -> SearchHit:
-    score = c.score
-    legs = []
-    if score is not None and score.text_raw is not None:
-        legs.append("keyword")
-    if vector_hits is not None and c.chunk.id in vector_hits:
-        legs.append("vector")
-    if c.tier > PathTier.NONE:
-        legs.append("path")
-    return SearchHit(
-        chunk_id=c.chunk.id,
-        path=c.chunk.path,
-        title=c.chunk.title,
-        start_line=c.chunk.start_line,
-        end_line=c.chunk.end_line,
-        heading=c.chunk.heading,
-        score=readable_score(c.shown),
-        snippet=snippet.text,
-        highlights=snippet.highlights,
-        note_date=c.chunk.note_date,
-        source=c.chunk.source,
-        legs=tuple(legs),
-        explain=Explanation(
-            vector_raw=score.vector_raw if score else None,
-            vector_norm=score.vector_norm if score else 0.0,
-            text_raw=score.text_raw if score else None,
-            text_norm=score.text_norm if score else 0.0,
-            merged=score.merged if score else 0.0,
-            recency=c.factors.recency,
-            recency_weight=c.factors.recency_weight,
-            importance=c.factors.importance,
-            tier=c.tier.name.lower(),
-            mmr_position=c.mmr_position,
-            final=c.final,
-            diversity=c.diversity,
-            language=c.factors.language,
-            curated=c.factors.curated,
-        ),
-    )
-
-
-def _ordering_scores(ordered: list[_Candidate], values: list[float]) -> None:
-    """Give each candidate the score it is shown with: `values[i]` for the i-th place
-    (final × MMR's factor, which never rises down the list), except that the notes the
-    query names, placed first whatever they score, show the answer's best score (their own
-    match stays in the relevance)."""
-    best = max(values, default=0.0)
-    for candidate, value in zip(ordered, values, strict=True):
-        candidate.shown = best if candidate.tier > PathTier.NONE else value
 
 
 def _title_and_headings(chunks: list[ChunkRecord]) -> str:
@@ -915,18 +648,3 @@ def _title_and_headings(chunks: list[ChunkRecord]) -> str:
 def _note_chunks(store: Store, path: str) -> list[ChunkRecord]:
     record = store.file_by_path(path)
     return [] if record is None else list(store.iter_chunks([record.id]))
-
-
-def _best_chunk_first(ordered: list[_Candidate]) -> list[_Candidate]:
-    """Within the slots one note holds, put its chunks in score order: MMR may move a note's
-    second passage up, but a note should lead with its best one."""
-    slots: dict[str, list[int]] = {}
-    for index, candidate in enumerate(ordered):
-        slots.setdefault(candidate.chunk.path, []).append(index)
-    result = list(ordered)
-    for indexes in slots.values():
-        if len(indexes) > 1:
-            ranked = sorted((ordered[i] for i in indexes), key=lambda c: rank_key(c.final, c.tier))
-            for index, candidate in zip(indexes, ranked, strict=True):
-                result[index] = candidate
-    return result

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from apus.search.engine import SearchHit
+from apus.search.results import SearchHit
 from apus.search.snippet import SNIPPET_CHARS
 
 DEFAULT_PER_NOTE = 2

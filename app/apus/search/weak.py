@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from apus.search.engine import SearchHit
+from apus.search.results import SearchHit
 
 if TYPE_CHECKING:
     from apus.embed.base import Embedder

@@ -18,8 +18,8 @@ from apus.index.status import IndexStatus
 from apus.indexing.request import SyncRequest
 from apus.indexing.sync import SyncReport
 from apus.memory import Memory
-from apus.search.engine import LegReport
 from apus.search.options import ResolvedOptions, SearchOptions
+from apus.search.results import LegReport
 from apus.tui.commands import apus_commands
 from apus.tui.editor import NoEditorError, editor_command
 from apus.tui.errors import NotifiesWorkerErrors, error_text

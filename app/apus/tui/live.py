@@ -26,7 +26,7 @@ from apus.indexing.sync import SyncReport
 from apus.memory import Memory
 from apus.memory.session import MemoryEvent, WatchStopped
 from apus.memory.sync_queue import SyncFinished, SyncProgressed, SyncStarted
-from apus.search.engine import LegReport
+from apus.search.results import LegReport
 from apus.tui.errors import error_text
 from apus.tui.format import plural
 from apus.tui.state import BackgroundWork, ProviderView, VectorEvidence, provider_view

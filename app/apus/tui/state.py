@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from apus.index.status import EmbeddingsState
-from apus.search.engine import LegReport
+from apus.search.results import LegReport
 
 State = Literal[
     "ready", "embedding", "rebuilding", "keyword-only", "paused", "unavailable", "off", "unknown"

@@ -16,8 +16,8 @@ from textual.timer import Timer
 from textual.widgets import Footer, Input, Label, OptionList, Static
 from textual.worker import get_current_worker
 
-from apus.search.engine import SearchHit, SearchResponse
 from apus.search.options import SearchOptions
+from apus.search.results import SearchHit, SearchResponse
 from apus.search.vector_leg import percent_text
 from apus.tui.errors import NotifiesWorkerErrors
 from apus.tui.format import plural

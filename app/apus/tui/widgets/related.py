@@ -15,7 +15,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from apus.search.engine import SearchHit
+from apus.search.results import SearchHit
 from apus.tui.live import LiveMemory
 from apus.tui.messages import OpenInReader
 

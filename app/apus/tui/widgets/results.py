@@ -10,7 +10,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from apus.memory.hit_json import from_partial_vectors
-from apus.search.engine import SearchHit
+from apus.search.results import SearchHit
 from apus.tui.format import flatten_snippet
 from apus.tui.messages import OpenInEditor
 

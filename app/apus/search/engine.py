@@ -43,6 +43,7 @@ import numpy as np
 from apus.config import Settings
 from apus.errors import Problem, ProviderUnavailableError
 from apus.index.keyword import KeywordIndex
+from apus.index.keyword_freshness import DAMAGED, keyword_freshness
 from apus.index.note_filter import NoteFilter
 from apus.index.store import ChunkFacts, ChunkRecord, Store
 from apus.search.candidate_pool import (
@@ -323,16 +324,16 @@ class Searcher:
         )
 
     def _check_keyword(self, generation: int) -> KeywordHealth:
-        state = self._keyword.state(keep_open=True)
-        if state.usable and state.generation == generation:
+        """The keyword index's freshness (`index/keyword_freshness.py`) in a search's words."""
+        freshness = keyword_freshness(self._keyword, generation, keep_open=True)
+        if freshness.current:
             return KeywordHealth(True, generation)
-        if state.usable:
+        if freshness.usable:
             # A writer is between a store commit and the keyword update, or died there:
             # serve its last complete state and let a sync catch up.
-            return KeywordHealth(
-                True, int(state.generation or 0), "index update in progress", repair=True
-            )
-        return KeywordHealth(False, 0, state.reason, _REBUILD_FIX, repair=True)
+            behind = int(freshness.generation or 0)
+            return KeywordHealth(True, behind, "index update in progress", repair=True)
+        return KeywordHealth(False, 0, freshness.reason, _REBUILD_FIX, repair=True)
 
     def _keyword_leg(
         self, terms: tuple[str, ...], k: int, mode: Mode, admitted: Admitted | None
@@ -348,7 +349,7 @@ class Searcher:
             allowed = None if admitted is None else admitted.chunks
             hits = dict(self._keyword.search(list(terms), k, health.generation, allowed))
         except Exception as exc:  # damage that opening the index did not show
-            reason = f"keyword index damaged ({type(exc).__name__})"
+            reason = f"{DAMAGED} ({type(exc).__name__})"
             return None, LegReport(False, reason, _REBUILD_FIX, repair="keyword-damaged")
         ms = (time.perf_counter() - started) * 1000
         return hits, LegReport(True, health.reason, "", len(hits), ms, repair=repair)

@@ -292,6 +292,12 @@ def _filters(
     help="Read a time in the query ('what did I decide last week') as dates, when no "
     "--since/--until is given.",
 )
+@click.option(
+    "--rerank/--no-rerank",
+    default=None,
+    help="Rerank the top candidates with the reranking model (default: "
+    "memory.search.rerank.enabled).",
+)
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
 @guarded
@@ -308,6 +314,7 @@ def search(
     session: str | None,
     per_note: int | None,
     time_words: bool,
+    rerank: bool | None,
     explain: bool,
     as_json: bool,
 ) -> None:
@@ -345,7 +352,7 @@ def search(
         # With --per-note, more passages are asked for than shown: a note's extra ones
         # give way to other notes.
         fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
-        options = SearchOptions(mode=mode, limit=fetch, filters=filters)
+        options = SearchOptions(mode=mode, limit=fetch, filters=filters, rerank=rerank)
         response, widened = memory.search_dated(words, options, guessed=window is not None)
         reading = memory.reading()
         if per_note is not None:

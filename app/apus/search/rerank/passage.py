@@ -3,7 +3,8 @@ holds the query's words, cut to the model's budget."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import re
+from bisect import bisect_left, bisect_right
 
 from apus.index.store import ChunkRecord
 from apus.vault.annotations import without_annotations
@@ -18,13 +19,14 @@ WITH_HEADING = True
 # Whether a chunk longer than the budget is read where the query's words are (else from
 # its start).
 BEST_WINDOW = True
+_LINE_END = re.compile(r"\n(?=.)", re.S)
 
 
 def passage_text(chunk: ChunkRecord, terms: frozenset[str], tokens: int) -> str:
     """What the model reads of `chunk` for a query of `terms`, about `tokens` long."""
     body = without_annotations(chunk.text).strip()
     head = _heading_line(chunk) if WITH_HEADING else ""
-    budget = max(1, tokens * CHARS_PER_TOKEN - len(head))
+    budget = max(1, tokens * CHARS_PER_TOKEN - (len(head) + 1 if head else 0))
     if len(body) > budget:
         start = _best_start(body, terms, budget) if BEST_WINDOW else 0
         body = body[start : start + budget]
@@ -40,21 +42,21 @@ def _heading_line(chunk: ChunkRecord) -> str:
 
 
 def _best_start(text: str, terms: frozenset[str], width: int) -> int:
-    """The line start from which `width` characters hold the most distinct query terms
-    (the text's start when none does): a passage of many short paragraphs is read from
-    the one that answers, not from its top."""
-    found = TextTerms(text)
-    matches = found.spans(terms)
+    """The start of a line holding a query word from which `width` characters hold the
+    most distinct query words (the earliest such line; the text's start when none holds
+    one): a passage of many short paragraphs is read from the one that answers."""
+    matches = TextTerms(text).spans(terms)
     if not matches:
         return 0
-    starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n" and i + 1 < len(text)]
-    spans = [(start, text[start:end].lower()) for start, end in matches]
-    positions = [start for start, _ in spans]
-    best, best_count = 0, -1
-    for line_start in starts:
+    starts = [0] + [line.end() for line in _LINE_END.finditer(text)]
+    positions = [start for start, _ in matches]
+    words = [text[start:end].lower() for start, end in matches]
+    best, best_count = 0, 0
+    for position in positions:
+        line_start = starts[bisect_right(starts, position) - 1]
         first = bisect_left(positions, line_start)
         last = bisect_left(positions, line_start + width)
-        count = len({word for _, word in spans[first:last]})
+        count = len(set(words[first:last]))
         if count > best_count:
             best, best_count = line_start, count
     return best

@@ -43,7 +43,6 @@ class RerankOutcome:
     report: RerankReport
     scores: list[float] | None = None  # the model's, one a candidate (None: it did not run)
     relevance: np.ndarray | None = None  # the blended relevance of each candidate
-    model: str = ""
 
 
 @dataclass
@@ -112,7 +111,7 @@ class Reranker:
         ms = (self.clock() - started) * 1000
         blended = blend(relevance, np.asarray(scores, dtype=np.float64), settings.weight)
         report = RerankReport(True, candidates=len(passages), ms=ms)
-        return RerankOutcome(report, scores, blended, scorer.label)
+        return RerankOutcome(report, scores, blended)
 
     def _failed(self, reason: str, fix: str, started: float) -> RerankOutcome:
         ms = (self.clock() - started) * 1000

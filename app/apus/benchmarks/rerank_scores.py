@@ -73,18 +73,30 @@ class RememberingScorer:
         known = self._store.get(keys)
         missing = [i for i, key in enumerate(keys) if key not in known]
         if missing:
-            if self._scorer is None:
-                self._scorer = make_scorer(self._settings)
-            found = self._scorer.score(
+            fresh = self._scored(query, [passages[i] for i in missing], passage_tokens)
+            fresh_keys = {keys[i]: score for i, score in zip(missing, fresh, strict=True)}
+            self._store.put(fresh_keys)
+            known.update(fresh_keys)
+        return [known[key] for key in keys]
+
+    def _scored(self, query: str, passages: list[str], passage_tokens: int) -> list[float]:
+        """The model's scores, in the runs a search makes (shortest passages first, the
+        model's run size), so an evaluation scores what a search would."""
+        if self._scorer is None:
+            self._scorer = make_scorer(self._settings)
+        scorer = self._scorer
+        order = sorted(range(len(passages)), key=lambda i: len(passages[i]))
+        scores: dict[int, float] = {}
+        for first in range(0, len(order), max(1, scorer.batch_size)):
+            run = order[first : first + scorer.batch_size]
+            found = scorer.score(
                 query,
-                [passages[i] for i in missing],
-                timeout=timeout,
+                [passages[i] for i in run],
+                timeout=3600.0,
                 passage_tokens=passage_tokens,
             )
-            fresh = {keys[i]: score for i, score in zip(missing, found, strict=True)}
-            self._store.put(fresh)
-            known.update(fresh)
-        return [known[key] for key in keys]
+            scores.update(zip(run, found, strict=True))
+        return [scores[i] for i in range(len(passages))]
 
     def _key(self, query: str, passage: str, tokens: int) -> str:
         text = "\0".join((self._identity, str(tokens), query, passage))

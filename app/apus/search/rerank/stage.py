@@ -86,9 +86,11 @@ class Reranker:
             scorer = self.scorer()
             # The deadline bounds the scoring: a model is loaded once, by the first search.
             deadline = self.clock() + settings.deadline_ms / 1000
-            scores: list[float] = []
+            scores: dict[int, float] = {}
             step = max(1, scorer.batch_size)
-            for first in range(0, len(passages), step):
+            # Shortest first: a run is padded to its longest passage, so like goes with like.
+            order = sorted(range(len(passages)), key=lambda i: len(passages[i]))
+            for first in range(0, len(order), step):
                 left = deadline - self.clock()
                 if left <= 0:
                     reason = (
@@ -96,22 +98,24 @@ class Reranker:
                         f"{len(scores)} of {len(passages)} passages"
                     )
                     return self._failed(reason, _DEADLINE_FIX, started)
-                batch = passages[first : first + step]
+                run = order[first : first + step]
+                batch = [passages[i] for i in run]
                 found = scorer.score(
                     query, batch, timeout=left, passage_tokens=settings.passage_tokens
                 )
                 if len(found) != len(batch):
                     reason = f"{scorer.label} gave {len(found)} scores for {len(batch)} passages"
                     return self._failed(reason, "", started)
-                scores.extend(found)
+                scores.update(zip(run, found, strict=True))
         except ApusError as exc:
             return self._failed(exc.reason, exc.fix, started)
         except Exception as exc:  # a model or library fault must not cost the answer
             return self._failed(f"the reranker failed: {type(exc).__name__}: {exc}", "", started)
         ms = (self.clock() - started) * 1000
-        blended = blend(relevance, np.asarray(scores, dtype=np.float64), settings.weight)
+        ordered = [scores[i] for i in range(len(passages))]
+        blended = blend(relevance, np.asarray(ordered, dtype=np.float64), settings.weight)
         report = RerankReport(True, candidates=len(passages), ms=ms)
-        return RerankOutcome(report, scores, blended)
+        return RerankOutcome(report, ordered, blended)
 
     def _failed(self, reason: str, fix: str, started: float) -> RerankOutcome:
         ms = (self.clock() - started) * 1000

@@ -11,8 +11,12 @@ of the weights of its passage's tokens (token type 1, unmasked). Words in `FAVOU
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 FAVOURED = ("lighthouse", "keeper", "granite")
 SHUNNED = ("gravel", "shed")
@@ -55,7 +59,7 @@ def build(folder: Path, *, bad_output: bool = False) -> Path:
     return model
 
 
-def _tokenizer(vocab: dict[str, int]):  # type: ignore[no-untyped-def]
+def _tokenizer(vocab: dict[str, int]) -> Tokenizer:
     from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
     from tokenizers.models import WordLevel
 

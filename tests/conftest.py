@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,14 @@ settings.load_profile("apus")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_VAULT = REPO_ROOT / "assets" / "sample-vault"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (make test): two workers per core. A test waits on the processes it starts
+    (the CLI, servers, llama.cpp) a third of its time (the whole suite on one worker kept
+    0.62 of a core busy), so one worker per core leaves each core idle that third."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return 2 * (cores or 1)
 
 
 @pytest.fixture(scope="session")
@@ -48,6 +57,10 @@ def isolated_dirs(
     for name in list(os.environ):
         if name.startswith("APUS_") or name.startswith("HF_"):
             monkeypatch.delenv(name, raising=False)
+    # The agent clients' own folders, whose transcripts are read by default: never the
+    # developer's (a test that wants some writes them here).
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
+    monkeypatch.setenv("CODEX_HOME", str(home / "codex"))
     # No test downloads from the real hub by accident: a download goes to the test's fake
     # hub (it sets HF_ENDPOINT) or is refused at once; huggingface_hub itself stays offline.
     monkeypatch.setenv("HF_ENDPOINT", refusing_hub)
@@ -78,3 +91,23 @@ def no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     a redaction test must hide a key because its own code registered it, not an earlier
     test."""
     monkeypatch.setattr(embed_base, "_registered_secrets", set())
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 16 MB tmpfs (mounting needs root); unmounted afterwards."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    mount_point = tmp_path / "small"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)

@@ -96,6 +96,9 @@ class ModelsSettings(Section):
 class ChunkingSettings(Section):
     tokens: int = field(default=400, metadata=rules(ge=32, le=8192))
     overlap: int = field(default=80, metadata=rules(ge=0, le=4096))
+    # Each entry (a heading's section) of MEMORY.md, USER.md and the notes under memory/ is
+    # a passage of its own (apus.vault.memory_notes).
+    entries: bool = True
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,24 @@ class QuerySettings(Section):
     max_results: int = field(default=10, metadata=rules(ge=1, le=200))
     min_score: float = field(default=0.35, metadata=rules(ge=0.0, le=1.0))
     candidates: int = field(default=200, metadata=rules(ge=1, le=1000))
+    # What a passage of the agent's own memory (MEMORY.md, USER.md, an entry written with an
+    # importance or triggers) is multiplied by (apus.search.chunk_table.weigh). `apus eval
+    # --decisions` over tldr's 4,613 common pages, tuning half (30 questions), entry chunks on,
+    # hit@1 hybrid (MiniLM) / keyword: 1 0.400 / 0.033, 1.25 0.500 / 0.067, 1.5 0.567 / 0.067,
+    # 2 0.600 / 0.167, 3 0.633 / 0.367; 308 questions about those pages in the same vault
+    # (their own first example) kept hit@1 0.724 / 0.604 at 1, 0.724 / 0.601 at 1.5, 0.718 /
+    # 0.591 at 2, 0.682 / 0.571 at 3. 1.5 is the most that costs the documents nothing by
+    # meaning and words (SciFact and LoCoMo hold no curated memory: unchanged).
+    curated_weight: float = field(default=1.5, metadata=rules(ge=1.0, le=4.0))
+    # What a passage of a note in another language than most of the query's candidates is
+    # multiplied by (apus.search.chunk_table.language_weights); 1 turns it off. On the tldr
+    # pages (odd half, English questions from a page's own words / from the words its
+    # translations share, 689 each; tests/support/language_first.py) the page came before
+    # every translation of it for 0.994 / 0.923 of them at 1, 0.997 / 0.965 at 0.9, 0.999 /
+    # 0.938 at 0.8 (a query of shared words is read in the wrong language more often than a
+    # stronger weight repays); relevance squared or to the fourth to read the query's
+    # language did no better.
+    language_weight: float = field(default=0.9, metadata=rules(ge=0.1, le=1.0))
     hybrid: HybridSettings = field(default_factory=HybridSettings)
 
 
@@ -201,11 +222,20 @@ class ExperimentalSettings(Section):
     session_memory: bool = False
 
 
+TranscriptClient = Literal["claude-code", "codex"]
+
+
 @dataclass(frozen=True)
 class SessionsSettings(Section):
     # Transcript roots, laid out as <root>/<agentId>/sessions/<sessionId>.jsonl; relative
     # paths are taken from the vault.
     paths: tuple[str, ...] = ()
+    # Agent clients whose own transcript folders are read as well, each only when its folder
+    # exists (apus.vault.transcript_sources says where).
+    clients: tuple[TranscriptClient, ...] = ("claude-code", "codex")
+    # Tool calls and their results are mostly file contents and command output, which would
+    # crowd the conversation out of memory search: indexed only when asked. Thinking never is.
+    tool_calls: bool = False
     # A longer line (a huge tool output) is skipped and counted; conversation text is
     # rarely more than a few kilobytes a message.
     max_line_bytes: int = field(default=1024 * 1024, metadata=rules(ge=1024))

@@ -56,3 +56,8 @@ class IndexCorruptError(ApusError):
 class ProviderUnavailableError(ApusError):
     """Embeddings cannot answer and the settings say not to fall back to keyword search
     (an explicitly configured remote provider, or `fallback = "none"`)."""
+
+
+class SearchInputError(ApusError):
+    """A search asked for something no note can match as written (dates that exclude each
+    other)."""

@@ -12,6 +12,7 @@ import os
 import stat
 import sys
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import platformdirs
@@ -41,6 +42,26 @@ def cache_dir() -> Path:
 
 def log_dir() -> Path:
     return platformdirs.user_log_path(APP_NAME)
+
+
+def claude_code_dir(home: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """Claude Code's own folder (its transcripts under `projects/`, its settings.json):
+    CLAUDE_CONFIG_DIR, else ~/.claude (of `home` and `env` when given: `apus connect`'s
+    tests hand in their own)."""
+    override = (os.environ if env is None else env).get("CLAUDE_CONFIG_DIR")
+    return Path(override).expanduser() if override else (home or Path.home()) / ".claude"
+
+
+def codex_home(home: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """Codex's own folder (its transcripts under `sessions/`, its config.toml): CODEX_HOME,
+    else ~/.codex."""
+    override = (os.environ if env is None else env).get("CODEX_HOME")
+    return Path(override).expanduser() if override else (home or Path.home()) / ".codex"
+
+
+def http_token_file() -> Path:
+    """The bearer token clients of `apus mcp --http` send on a non-loopback bind (0600)."""
+    return config_dir() / "mcp-http-token"
 
 
 def models_dir() -> Path:

@@ -10,7 +10,7 @@ import pytest
 from mcp_types import CallToolResult
 
 from agents.mcp_client import agent, call, refused, server_env
-from integration.helpers import run_apus, run_json, write_note
+from support.vaults import run_apus, run_json, write_note
 
 
 def _long_note() -> str:
@@ -96,7 +96,9 @@ async def test_text_is_one_line_per_hit_and_structure_is_whole(vault: Path) -> N
                 hit["score"], abs=1e-3
             )
             assert snippet == " ".join(hit["snippet"].split())
-        assert {"path", "startLine", "endLine", "relevance", "source"} <= set(hits[0])
+            assert len(hit["snippet"]) <= 150  # the answer's snippet width
+        assert {"path", "citation", "score", "relevance", "snippet", "source"} <= set(hits[0])
+        assert "startLine" not in hits[0]  # the citation holds the lines
         assert "{" not in result.content[0].text  # type: ignore[union-attr]
 
 
@@ -106,7 +108,8 @@ async def test_per_note_caps_and_merges_a_notes_passages(vault: Path) -> None:
         long = [hit for hit in wide["results"] if hit["path"] == "notes/long.md"]
         # Six matching sections, neighbours one blank line apart: merged into at most two.
         assert 1 <= len(long) <= 2
-        covered = sum(hit["endLine"] - hit["startLine"] + 1 for hit in long)
+        lines = [hit["citation"].rsplit("#L", 1)[1].split("-L") for hit in long]
+        covered = sum(int(end) - int(start) + 1 for start, end in lines)
         assert covered > 2 * 3, long  # more than two sections' lines
         one = await call(session, "memory_search", query="kestrel tower", maxResults=20, perNote=1)
         paths = [hit["path"] for hit in one["results"]]

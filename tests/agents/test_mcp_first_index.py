@@ -7,8 +7,8 @@ from pathlib import Path
 import anyio
 
 from agents.mcp_client import agent, call, server_env
-from integration.helpers import write_note
 from support.holds import Hold
+from support.vaults import write_note
 
 NOTES = 3000
 

@@ -15,7 +15,7 @@ from mcp.client.session import ClientSession
 
 from agents.test_mcp_server import FRESHNESS_S, agent, call, server_env
 from apus.config import load_settings
-from integration.helpers import run_apus, write_note
+from support.vaults import run_apus, write_note
 
 HUGE = (
     "---\nimportance: 1" + "0" * 400 + "\ntags: [0x" + "f" * 4000 + "]\n---\n# Odd\n\nOdd note.\n"

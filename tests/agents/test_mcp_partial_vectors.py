@@ -16,8 +16,8 @@ import anyio
 
 from agents.mcp_client import agent, call, server_env, text_of
 from apus.indexing.embedding import EMBED_BATCH_CHUNKS
-from integration.helpers import write_note
 from support.holds import Hold
+from support.vaults import write_note
 
 DATED = [f"memory/2026-02-{day:02}.md" for day in range(1, 29)]
 UNDATED = [f"archive/a{number:02}.md" for number in range(20)]

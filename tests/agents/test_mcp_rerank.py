@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from agents.mcp_client import agent, call, server_env
-from integration.helpers import run_apus, write_note
 from support.tiny_cross_encoder import build
+from support.vaults import run_apus, write_note
 
 NOTES = {
     "gravel.md": "# Gravel\n\nharbour beacon harbour beacon notes about the gravel shed\n",

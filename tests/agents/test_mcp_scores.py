@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from integration.helpers import run_apus, write_note
+from support.vaults import run_apus, write_note
 
 from .test_mcp_server import agent, call
 
@@ -33,9 +33,10 @@ def test_old_notes_keep_readable_scores_and_their_relevance(tmp_path: Path) -> N
     assert results[0]["path"] == "memory/2021-03-15.md"
     scores = [hit["score"] for hit in results]
     assert all(score > 0 for score in scores)
-    assert scores[0] == max(scores)
+    assert scores == sorted(scores, reverse=True)  # the score the list is ordered by
     assert results[0]["relevance"] == 1.0  # the best keyword match, before recency
     for hit in results:
-        # Recency and importance never take more than the floor (0.9) and the lowest
-        # importance (0.8) allow: the score stays within reach of the relevance.
-        assert 0.9 * 0.8 * hit["relevance"] <= hit["score"] <= 1.25 * hit["relevance"]
+        # Recency, importance and diversity never take more than the floor (0.9), the
+        # lowest importance (0.8) and MMR's λ (0.7) allow: the score stays within reach of
+        # the relevance.
+        assert 0.9 * 0.8 * 0.7 * hit["relevance"] <= hit["score"] <= 1.25 * hit["relevance"]

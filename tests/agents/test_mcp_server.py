@@ -13,9 +13,9 @@ from mcp.client.session import ClientSession
 from agents.mcp_client import agent as client_agent
 from agents.mcp_client import call, refused
 from agents.mcp_client import server_env as client_env
-from integration.helpers import run_apus, write_note
 from support.holds import Hold
 from support.ports import refusing_port
+from support.vaults import run_apus, write_note
 
 NOTES = {
     "MEMORY.md": "---\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n## Blog\n\n"
@@ -101,7 +101,7 @@ async def test_every_tool_on_a_known_vault(vault: Path) -> None:
         assert "fallback" not in found and found["debug"] == {}
         first = found["results"][0]
         assert first["path"] == "daily/2026-11-20.md"
-        assert first["citation"] == f"daily/2026-11-20.md#L{first['startLine']}-L{first['endLine']}"
+        assert first["citation"] == "daily/2026-11-20.md#L1-L3"
         assert first["source"] == "memory"
         tagged = await call(session, "memory_search", query="balcony", tags=["home"])
         assert [hit["path"] for hit in tagged["results"]] == ["notes/garden.md"]
@@ -116,6 +116,7 @@ async def test_every_tool_on_a_known_vault(vault: Path) -> None:
             "text": "# Router",
             "from": 1,
             "lines": 1,
+            "totalLines": 3,
             "truncated": True,
             "nextFrom": 2,
         }

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from mcp.client.session import ClientSession
 
-from integration.helpers import run_apus, write_note
 from support.transcripts import (
     append,
     conversation,
@@ -20,6 +19,7 @@ from support.transcripts import (
     transcript_path,
     write_transcript,
 )
+from support.vaults import run_apus, write_note
 
 from .test_mcp_server import FRESHNESS_S, agent, call, refused, server_env, watch_live
 
@@ -138,8 +138,11 @@ async def test_transcript_tools_say_how_to_turn_them_on(world: tuple[Path, Path]
         text = await refused(session, "sessions_search", query="router")
         assert "not indexed" in text and "sessionMemory" in text
         assert "not indexed" in (session.instructions or "")
-        none = await call(session, "memory_search", query="router", corpus="sessions")
-        assert none["results"] == []
+        # Not an empty answer, which would read as "nothing about it": not searched, and why.
+        off = await refused(session, "memory_search", query="router", corpus="sessions")
+        assert "not indexed" in off and "sessionMemory" in off and "Fix:" in off
+        notes = await call(session, "memory_search", query="router", corpus="all")
+        assert {hit["source"] for hit in notes["results"]} == {"memory"}
 
 
 async def test_a_conversation_growing_while_the_server_runs_is_found(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.mcp_client import agent, call, refused, server_env, text_of
-from integration.helpers import run_apus, run_json, write_note
+from support.vaults import run_apus, run_json, write_note
 
 TODAY = "2026-12-02"  # a Wednesday; last week is 2026-11-23 .. 2026-11-29
 NOTES = {

@@ -13,7 +13,7 @@ import pytest
 
 from agents.test_mcp_server import server_env
 from apus.agents.jsonrpc_guard import MAX_DEPTH, Reply, nesting_depth, screen
-from integration.helpers import run_apus, write_note
+from support.vaults import run_apus, write_note
 
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agents.mcp_client import agent, server_env, text_of
 from apus.search.weak import weak_threshold
-from integration.helpers import run_apus, write_note
+from support.vaults import run_apus, write_note
 from support.weak_vault import MINILM_FILE, NOTES, NOTHING_SAID, spread_model
 
 

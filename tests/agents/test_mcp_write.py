@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agents.mcp_client import agent, call, refused, server_env
-from integration.helpers import run_apus, run_json, vault_digest, write_note
+from support.vaults import run_apus, run_json, vault_digest, write_note
 
 TODAY = "2026-12-02"
 DAILY = f"memory/{TODAY}.md"
@@ -69,7 +69,9 @@ async def test_a_written_entry_is_found_by_the_next_search(vault: Path) -> None:
         ]
         assert "<!--" not in found["results"][0]["snippet"]
         durable = await call(session, "memory_write", text="Sam prefers tea.", target="USER.md")
-        assert durable["path"] == "USER.md"
+        assert durable["path"] == "USER.md" and durable["created"] is True  # it was not there
+        second = await call(session, "memory_write", text="Decided: tabs.", target="MEMORY.md")
+        assert second["created"] is False
     note = (vault / DAILY).read_text(encoding="utf-8")
     assert note.startswith(f"# {TODAY}\n\n## ")
 
@@ -187,7 +189,10 @@ async def test_importance_and_triggers_of_one_entry_of_a_multi_entry_note(vault:
         for entry in (plain, other):
             hit = passage_of(entry)
             assert hit["explain"]["importance"] == pytest.approx(1.0)
-            assert hits[0]["score"] == pytest.approx(1.25 * hit["score"], rel=0.02)
+            # Its importance, and (annotated: the agent's own entry) the curated weight.
+            assert hits[0]["explain"]["curated"] == 1.5 and hit["explain"]["curated"] == 1.0
+            final = hit["explain"]["final"]
+            assert hits[0]["explain"]["final"] == pytest.approx(1.25 * 1.5 * final, rel=0.02)
 
         first = await call(
             session,

@@ -8,6 +8,7 @@ from email.utils import formatdate
 
 import pytest
 
+from apus.backoff import Backoff
 from apus.embed.base import EmbeddingConnectionError, EmbeddingRequestError, EmbeddingTimeout
 from apus.embed.providers import create_embedder
 from apus.embed.retry import Deadline, RetryPolicy, parse_retry_after
@@ -101,7 +102,7 @@ def test_a_dropped_connection_is_tried_again(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_backoff_grows_and_retry_after_dates_are_understood() -> None:
-    policy = RetryPolicy(retries=3, first_delay=1.0, max_delay=3.0)
+    policy = RetryPolicy(retries=3, backoff=Backoff(first=1.0, longest=3.0, jitter=True))
     assert 0.75 <= policy.delay(0, None) <= 1.0
     assert 1.5 <= policy.delay(1, None) <= 2.0
     assert 2.25 <= policy.delay(5, None) <= 3.0

@@ -6,7 +6,8 @@ import os
 import unicodedata
 from pathlib import Path
 
-from .helpers import (
+from support.unprivileged import call_unprivileged, nobody_home, privileged, shared_folder
+from support.vaults import (
     cli_env,
     make_settings,
     run_apus,
@@ -17,7 +18,6 @@ from .helpers import (
     vault_digest,
     write_note,
 )
-from .unprivileged import call_unprivileged, nobody_home, privileged, shared_folder
 
 MAX_BYTES = 2048  # the size guard for these tests (the smallest the config allows is 1 KB)
 

@@ -17,9 +17,8 @@ import pytest
 
 from apus.config import load_settings
 from apus.errors import VaultError
-
-from .helpers import cli_env, make_settings, run_apus, run_json, vault_digest, write_note
-from .unprivileged import nobody_home, run_as_nobody, shared_folder, unprivileged_apus
+from support.unprivileged import nobody_home, run_as_nobody, shared_folder, unprivileged_apus
+from support.vaults import cli_env, make_settings, run_apus, run_json, vault_digest, write_note
 
 COMMANDS = [
     ("memory", "status"),

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 from whoosh import index as whoosh_index
+from whoosh.reading import SegmentReader
 from whoosh.util.numeric import byte_to_length, length_to_byte
 
 from apus.config import Settings
-from apus.index import bm25
 from apus.index.bm25 import (
     PostingsCache,
     SegmentCache,
@@ -26,11 +26,11 @@ from apus.index.bm25 import (
     segment_id,
     top_scores,
 )
-from apus.index.keyword import KEYWORD_FORMAT, PARAMS, KeywordIndex, repeated_lines, search_terms
+from apus.index.keyword import KeywordIndex, search_terms
+from apus.index.keyword_schema import KEYWORD_FORMAT, PARAMS, repeated_lines
 from apus.index.store import ChunkRecord, Store
 from apus.vault.text import keyword_term, query_terms, tokenize
-
-from .helpers import generation, make_settings, search, search_paths, sync, write_note
+from support.vaults import generation, make_settings, search, search_paths, sync, write_note
 
 # A Zipf-like vocabulary: a few words in most notes, most words in a few.
 WORDS = [f"w{i:03d}" for i in range(300)]
@@ -409,13 +409,13 @@ def test_postings_are_decoded_once_per_segment_and_term(
         write_note(vault, f"n/note-{number:04d}.md", _note(rng, number))
     sync(settings)
     decoded: list[str] = []
-    decode = bm25._postings
+    decode = SegmentReader.postings
 
-    def counting(leaf: Any, field: str, term: str) -> Any:
+    def counting(leaf: SegmentReader, field: str, term: str, *args: Any, **kwargs: Any) -> Any:
         decoded.append(segment_id(leaf))
-        return decode(leaf, field, term)
+        return decode(leaf, field, term, *args, **kwargs)
 
-    monkeypatch.setattr(bm25, "_postings", counting)
+    monkeypatch.setattr(SegmentReader, "postings", counting)
     keyword = KeywordIndex(settings.index_dir())
     try:
         first = keyword.search(query_terms("w000 w150"), 100, generation(settings))

@@ -10,8 +10,7 @@ from pathlib import Path
 from apus.index.store import Store
 from apus.search.engine import Searcher, SearchHit
 from apus.search.options import SearchOptions
-
-from .helpers import make_settings, sync, write_note
+from support.vaults import make_settings, sync, write_note
 
 TODAY = dt.date(2026, 3, 14)
 KEYWORD = SearchOptions(mode="keyword")
@@ -49,7 +48,8 @@ def test_first_and_later_searches_weigh_alike(tmp_path: Path) -> None:
         rounds = []
         for _ in range(3):  # the first reads the store, the second builds the table
             rounds.append({q: _answer(searcher.search(q, KEYWORD).hits) for q in QUERIES})
-        assert searcher._tables is not None and searcher._tables[1] is not None
+        latest = searcher._generations.latest
+        assert latest is not None and latest.built
         searcher_hits = searcher.search("heron", KEYWORD).hits
     finally:
         searcher.close()
@@ -82,7 +82,8 @@ def test_a_chunk_gone_from_the_store_gives_its_place_to_the_next(tmp_path: Path)
             store.close()
         after = [hit.path for hit in searcher.search("heron", three).hits]
         # The table built before the deletion answered: the gone chunk was met there.
-        assert searcher._tables is not None and searcher._tables[1] is not None
+        latest = searcher._generations.latest
+        assert latest is not None and latest.built
     finally:
         searcher.close()
     fresh = Searcher(settings, today=lambda: TODAY)  # weighs from the store

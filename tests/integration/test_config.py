@@ -9,8 +9,7 @@ import pytest
 from apus import paths
 from apus.config import load_settings, update_config_file
 from apus.errors import ConfigError
-
-from .helpers import cli_env, run_apus, run_json
+from support.vaults import cli_env, run_apus, run_json
 
 LAYERED_FILE = """\
 # my settings

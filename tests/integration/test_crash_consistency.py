@@ -55,8 +55,7 @@ from apus.memory import Memory
 from apus.search.engine import SearchOptions
 from support.holds import Hold
 from support.tiny_gguf import write_tiny_gguf
-
-from .helpers import APUS, write_note
+from support.vaults import APUS, write_note
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 

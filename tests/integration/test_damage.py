@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from apus.index.set_aside import recorded_set_aside, set_aside_if_damaged
 from apus.index.store import Store
-
-from .helpers import make_settings, run_apus, run_json, vault_digest, write_note
+from support.vaults import make_settings, run_apus, run_json, vault_digest, write_note
 
 BIRDS = ("heron", "egret", "ibis", "stork", "crane", "bittern", "plover", "curlew", "dunlin")
 
@@ -100,7 +100,7 @@ def test_a_damaged_store_is_reported_then_rebuilt(
     [kept] = [p for p in index_dir.iterdir() if p.name.startswith("apus.sqlite.damaged-")]
     store = Store(index_dir, readonly=True)
     try:
-        set_aside = store.set_aside()
+        set_aside = recorded_set_aside(store)
     finally:
         store.close()
     assert set_aside is not None and set_aside.moved_to == kept
@@ -136,7 +136,7 @@ def test_force_keeps_a_healthy_store(tmp_path: Path) -> None:
     vault = _vault(tmp_path / "vault", notes=5)
     run_apus("--vault", vault, "memory", "index")
     index_dir = _index_dir(vault)
-    assert Store.set_aside_if_damaged(index_dir, thorough=True) is None
+    assert set_aside_if_damaged(index_dir, thorough=True) is None
     run_apus("--vault", vault, "memory", "index", "--force")
     assert not [p for p in index_dir.iterdir() if ".damaged-" in p.name]
 
@@ -150,7 +150,7 @@ def test_set_aside_moves_the_journal_files_with_the_database(tmp_path: Path) -> 
         (index_dir / (Store.FILENAME + suffix)).write_bytes(b"")
     _garble_header(db)
 
-    moved = Store.set_aside_if_damaged(index_dir)
+    moved = set_aside_if_damaged(index_dir)
 
     assert moved is not None and "not a database" in moved.reason
     assert {p.name for p in index_dir.iterdir()} >= {
@@ -162,6 +162,6 @@ def test_set_aside_moves_the_journal_files_with_the_database(tmp_path: Path) -> 
     fresh = Store(index_dir, readonly=True)
     try:
         assert fresh.counts() == (0, 0)
-        assert fresh.set_aside() == moved
+        assert recorded_set_aside(fresh) == moved
     finally:
         fresh.close()

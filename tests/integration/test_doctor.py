@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from apus.index.store import Store
-from integration.helpers import make_settings, run_apus, write_note
 from support.llama_build import backend_libraries, build_offloads, cpu_features, cpu_has
 from support.tiny_gguf import LAYERS
+from support.vaults import make_settings, run_apus, write_note
 
 BIRDS = ("heron", "egret", "ibis", "stork", "crane", "bittern", "plover", "curlew", "dunlin")
 

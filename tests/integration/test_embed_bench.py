@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .helpers import run_apus, write_note
+from support.vaults import run_apus, write_note
 
 ROW = r"\s+(?P<seconds>[\d.]+)\s+(?P<rate>\d+)\s+(?P<share>[\d.]+)\s"
 

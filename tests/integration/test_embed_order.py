@@ -13,8 +13,7 @@ from apus.indexing import embedding
 from apus.indexing.embedding import embed_order
 from apus.indexing.progress import SyncProgress
 from apus.memory import Memory
-
-from .helpers import local_model_settings, write_note
+from support.vaults import local_model_settings, write_note
 
 # Written in an order (and with names) whose scan order differs from the priority order.
 NOTES = {

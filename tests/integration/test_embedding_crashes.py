@@ -21,8 +21,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from apus.config import SettingsSource
 from apus.embed.local.crashes import MAX_CRASHES_IN_A_ROW
 from apus.memory import Memory
-from integration.helpers import run_apus, write_note
+from apus.tui.screens.status import status_content
 from support.server_killer import ServerKiller, server_pids
+from support.vaults import run_apus, write_note
 
 # Enough notes that embedding them takes many requests: the kill lands in the middle.
 NOTES = 60
@@ -135,6 +136,45 @@ def test_three_crashes_stop_restarts_until_index_is_run_by_hand(
     report = json.loads(index(vault, local_env, "--json", expect=0))
     assert report["embedding"]["state"] == "done" and report["embedded"] > 0
     assert status_json(vault, local_env)["state"] == "ready"
+
+
+def test_a_crash_the_sync_went_on_after_stays_in_sight_until_a_clean_sync(
+    vault: Path, local_env: dict[str, str], runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One SIGILL mid-index: the server is restarted and the index completes, and the crash is
+    kept in `lastSync` (status, F4, doctor) until a sync runs without one."""
+    with ServerKiller(runtime, signal.SIGILL, limit=1) as killer:
+        indexed = run_apus("--vault", vault, "memory", "index", "--json", env=local_env)
+    report = json.loads(indexed.stdout)
+    assert "crashed (SIGILL" in indexed.stderr  # named as it happened
+    assert len(killer.killed) == 1 and report["embedding"]["state"] == "done"
+    last = json.loads(
+        run_apus("--vault", vault, "memory", "status", "--json", env=local_env).stdout
+    )["lastSync"]
+    assert last["ok"] is True
+    crashes = last["recoveredCrashes"]
+    assert crashes["count"] == 1 and crashes["last"] == NAMES[signal.SIGILL]
+    assert "packaging/llama_build.py" in crashes["fix"] and crashes["at"]
+    human = run_apus("--vault", vault, "memory", "status", env=local_env).stdout
+    assert "crashed once during the last sync" in human and "SIGILL" in human
+    doctor = json.loads(
+        run_apus("--vault", vault, "doctor", "--json", env=local_env, expect=1).stdout
+    )
+    sync_check = next(check for check in doctor["checks"] if check["name"] == "sync")
+    assert not sync_check["ok"] and "SIGILL" in sync_check["detail"]
+    for name, value in local_env.items():
+        if name.startswith("APUS_"):
+            monkeypatch.setenv(name, value)
+    with Memory(SettingsSource(vault=vault)) as memory:  # what F4 shows
+        screen = status_content(memory.status()).plain
+    assert "Crashes" in screen and "SIGILL (illegal instruction)" in screen
+    # A sync without a crash clears it.
+    index(vault, local_env, expect=0)
+    last = json.loads(
+        run_apus("--vault", vault, "memory", "status", "--json", env=local_env).stdout
+    )["lastSync"]
+    assert last["ok"] is True and last["recoveredCrashes"] is None
+    run_apus("--vault", vault, "doctor", env=local_env, expect=0)
 
 
 async def _ask_mcp(vault: Path, env: dict[str, str]) -> tuple[dict, dict]:  # type: ignore[type-arg]

@@ -10,8 +10,7 @@ import pytest
 from apus.memory import Memory
 from apus.search.engine import SearchOptions
 from support.fake_apis import OpenAIShapedFake
-
-from .helpers import make_settings, write_note
+from support.vaults import make_settings, write_note
 
 KEY = "sk-width-test-0123456789abcdef"
 

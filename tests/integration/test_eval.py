@@ -15,8 +15,7 @@ from apus.benchmarks.rerank_scores import scores_file
 from apus.benchmarks.textbook_bm25 import TextbookBm25
 from apus.errors import ConfigError
 from support.tiny_cross_encoder import build
-
-from .helpers import run_apus, run_json
+from support.vaults import run_apus, run_json
 
 DOCS = {
     "d1": ("Herons", "The grey heron fishes at dawn in the shallow canal."),

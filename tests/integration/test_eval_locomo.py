@@ -17,8 +17,7 @@ from apus.benchmarks.locomo import (
     write_notes,
 )
 from apus.errors import ConfigError
-
-from .helpers import run_apus, run_json
+from support.vaults import run_apus, run_json
 
 # Six sessions over a year: each holds one distinctive fact among small talk.
 FACTS = [

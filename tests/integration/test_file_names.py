@@ -7,11 +7,10 @@ import os
 import sqlite3
 from pathlib import Path
 
-from apus.index import store as store_module
 from apus.index.file_names import name_keys
-from apus.index.store import SCHEMA_VERSION, Store
-
-from .helpers import make_settings, open_store, search_paths, sync, write_note
+from apus.index.schema import MIGRATIONS, SCHEMA_VERSION
+from apus.index.store import Store
+from support.vaults import make_settings, open_store, search_paths, sync, write_note
 
 
 def _named(store: Store, key: str) -> set[str]:
@@ -68,11 +67,16 @@ def test_writes_renames_and_deletes_keep_the_names_in_step(tmp_path: Path) -> No
     assert search_paths(settings, "plan")[0] == "Projects/Plan.md"
 
 
-def _downgrade_to(db_path: Path, version: int) -> None:
-    """Make the database what an older Apus left: the table of later versions gone."""
+def _downgrade_to_3(db_path: Path) -> None:
+    """Make the database what Apus left at schema 3: the names table (4) and the notes'
+    language (5) gone."""
     db = sqlite3.connect(db_path)
     try:
-        db.executescript(f"DROP TABLE file_names;\nPRAGMA user_version = {version};\n")
+        db.executescript(
+            "DROP TABLE file_names;\n"
+            "ALTER TABLE files DROP COLUMN lang;\n"
+            "PRAGMA user_version = 3;\n"
+        )
     finally:
         db.close()
 
@@ -84,8 +88,8 @@ def test_a_store_made_before_the_names_table_is_backfilled(tmp_path: Path) -> No
     settings = make_settings(vault)
     sync(settings)
     db_path = settings.index_dir() / Store.FILENAME
-    assert len(store_module._MIGRATIONS) == SCHEMA_VERSION == 4
-    _downgrade_to(db_path, 3)
+    assert len(MIGRATIONS) == SCHEMA_VERSION
+    _downgrade_to_3(db_path)
 
     # A reader never migrates: until a writer opens the store, names are folded from paths.
     reader = Store(settings.index_dir(), readonly=True)
@@ -95,9 +99,9 @@ def test_a_store_made_before_the_names_table_is_backfilled(tmp_path: Path) -> No
         reader.close()
     assert search_paths(settings, "note-7.md")[0] == "topic-7/note-7.md"
 
-    writer = Store(settings.index_dir())  # migrates 3 -> 4, filling the table
+    writer = Store(settings.index_dir())  # migrates 3 -> 4 (filling the table) -> current
     try:
-        assert writer.connection.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert writer.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert _table_rows(db_path) == _expected_rows(writer)
         assert _named(writer, "topic-7/note-7.md") == {"topic-7/note-7.md"}
     finally:

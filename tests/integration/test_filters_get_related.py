@@ -15,8 +15,7 @@ from apus.memory import Memory
 from apus.memory.note_reader import NoteRefusedError
 from apus.search.engine import SearchOptions
 from support.tiny_gguf import write_tiny_gguf
-
-from .helpers import local_model_settings, make_settings, run_apus, run_json, sync, write_note
+from support.vaults import local_model_settings, make_settings, run_apus, run_json, sync, write_note
 
 DATED = {
     "daily/2026-03-02.md": "# Monday\n\nHeron by the canal, grey and patient.\n",

@@ -15,8 +15,7 @@ from apus.index.keyword import KeywordIndex
 from apus.index.store import Store
 from apus.indexing.reading_progress import FILE_NAME
 from support.holds import Hold
-
-from .helpers import APUS, cli_env, make_settings, run_apus, run_json, write_note
+from support.vaults import APUS, cli_env, make_settings, run_apus, run_json, write_note
 
 NOTES = 1500  # three batches of 500
 

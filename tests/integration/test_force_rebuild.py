@@ -28,8 +28,7 @@ from apus.indexing.shadow import shadow_dir
 from apus.memory import Memory
 from apus.search.engine import Searcher, SearchOptions
 from support.holds import Hold
-
-from .helpers import (
+from support.vaults import (
     APUS,
     cli_env,
     generation,

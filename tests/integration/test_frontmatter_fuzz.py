@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from integration.helpers import make_settings, search_paths, stored_paths, sync, write_note
+from support.vaults import make_settings, search_paths, stored_paths, sync, write_note
 
 FIELDS = ("title", "date", "importance", "tags", "triggers", "aliases")
 

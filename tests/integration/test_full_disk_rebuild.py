@@ -10,8 +10,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,8 +20,7 @@ from apus.index.keyword import KeywordIndex
 from apus.index.sqlite import IndexWriteError
 from apus.index.store import Store
 from apus.indexing.shadow import shadow_dir
-
-from .helpers import (
+from support.vaults import (
     cli_env,
     generation,
     make_settings,
@@ -34,26 +32,6 @@ from .helpers import (
 )
 
 Fill = Callable[[int], None]
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 16 MB tmpfs (mounting needs root); unmounted afterwards."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        pytest.skip("mounting a small file system needs root")
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def _fill(disk: Path) -> Fill:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .helpers import make_settings, run_apus, sync, vault_digest, write_note
+from support.vaults import make_settings, run_apus, sync, vault_digest, write_note
 
 
 def test_the_index_benchmark_reports_the_corpus_it_indexed(tmp_path: Path) -> None:

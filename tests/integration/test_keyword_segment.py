@@ -15,18 +15,13 @@ from whoosh.fields import COLUMN, ID, TEXT, Schema
 from whoosh.filedb.filestore import FileStorage
 
 import apus.index.keyword as keyword_module
-from apus.index.keyword import (
-    ApusTokenizer,
-    KeywordDocument,
-    KeywordIndex,
-    _documents,
-    _schema,
-)
+from apus.index import keyword_schema
+from apus.index.keyword import KeywordIndex
+from apus.index.keyword_schema import ApusTokenizer, KeywordDocument
 from apus.index.keyword_segment import SegmentBuilder
 from apus.index.store import Store
 from apus.vault.text import ANALYZER_VERSION, query_terms
-
-from .helpers import generation, make_settings, search_paths, sync, write_note
+from support.vaults import generation, make_settings, search_paths, sync, write_note
 
 WORDS = [f"w{i:03d}" for i in range(200)]
 
@@ -55,9 +50,19 @@ def _indexed_documents(tmp_path: Path) -> list[KeywordDocument]:
     sync(settings)
     store = Store(settings.index_dir(), readonly=True)
     try:
-        return list(_documents(store.iter_chunks()))
+        return list(keyword_schema.documents(store.iter_chunks()))
     finally:
         store.close()
+
+
+def _segment_count(folder: Path) -> int:
+    """How many segments the keyword index in `folder` holds, by Whoosh's own reader."""
+    ix = whoosh_index.open_dir(str(folder))
+    try:
+        with ix.reader() as reader:
+            return len(reader.leaf_readers())
+    finally:
+        ix.close()
 
 
 def _segment_files(folder: Path) -> dict[str, bytes]:
@@ -85,13 +90,13 @@ def test_segments_are_those_whooshs_writer_makes(tmp_path: Path) -> None:
     stock, built = tmp_path / "stock", tmp_path / "built"
     for folder in (stock, built):
         folder.mkdir()
-    ix = whoosh_index.create_in(str(stock), _schema())
+    ix = whoosh_index.create_in(str(stock), keyword_schema.schema())
     writer = ix.writer(compound=False)
     for document in documents:
         writer.add_document(**document.fields())
     writer.commit(merge=False)
     ix.close()
-    ix = whoosh_index.create_in(str(built), _schema())
+    ix = whoosh_index.create_in(str(built), keyword_schema.schema())
     builder = SegmentBuilder(ix, compound=False)
     for document in documents:
         builder.add_terms(document.terms, {"chunk": document.chunk, "note": document.note})
@@ -113,11 +118,11 @@ def test_a_build_split_into_segments_ranks_as_one_segment(
     try:
         keyword.rebuild(store)
         whole = [keyword.search(terms, 50, generation(settings)) for terms in queries]
-        assert len(keyword._reader.leaf_readers()) == 1  # type: ignore[union-attr]
+        assert _segment_count(keyword.dir) == 1
         monkeypatch.setattr(keyword_module, "_SEGMENT_POSTINGS", 2000)
         keyword.rebuild(store)
         split = [keyword.search(terms, 50, generation(settings)) for terms in queries]
-        assert len(keyword._reader.leaf_readers()) > 3  # type: ignore[union-attr]
+        assert _segment_count(keyword.dir) > 3
     finally:
         keyword.close()
         store.close()
@@ -144,7 +149,7 @@ def _previous_format(folder: Path, store: Store) -> None:
         old.unlink()
     ix = whoosh_index.create_in(str(folder), schema)
     writer = ix.writer()
-    for document in _documents(store.iter_chunks()):
+    for document in keyword_schema.documents(store.iter_chunks()):
         writer.add_document(
             chunk_id=str(document.chunk), file_id=str(document.note), **document.fields()
         )

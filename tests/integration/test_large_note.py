@@ -7,7 +7,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from apus.indexing.progress import SyncProgress
-from integration.helpers import make_settings, search_paths, sync, write_note
+from support.vaults import make_settings, search_paths, sync, write_note
 
 
 def test_a_large_single_line_note_reports_progress_and_is_found(tmp_path: Path) -> None:

@@ -9,21 +9,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from apus.backoff import Backoff
 from apus.memory import Memory
 from apus.memory.session import MemoryEvent
-from apus.memory.sync_queue import Backoff, SyncFinished
-from integration.helpers import make_settings, run_apus, run_json, search_paths, write_note
+from apus.memory.sync_queue import SyncFinished
+from support.vaults import make_settings, run_apus, run_json, search_paths, write_note
 
 REFUSE = (
     "CREATE TRIGGER refuse BEFORE UPDATE ON meta BEGIN "
     "SELECT RAISE(ABORT, 'injected: no writes'); END;"
 )
-
-
-def test_backoff_doubles_up_to_its_longest() -> None:
-    backoff = Backoff(first=2.0, longest=30.0)
-    assert [backoff.delay(n) for n in range(1, 7)] == [2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
-    assert Backoff().delay(10_000) == Backoff().longest
 
 
 def test_a_vault_that_vanished_fails_status_and_doctor_until_a_sync_succeeds(

@@ -10,8 +10,7 @@ import pytest
 from apus.embed.local.catalog import DEFAULT_MODEL, load_catalog
 from apus.search.rerank.catalog import load_rerankers
 from support.fake_hub import FakeHub
-
-from .helpers import cli_env, run_apus
+from support.vaults import cli_env, run_apus
 
 CATALOG = load_catalog()
 SERVED = b"GGUF" + bytes(range(256)) * 400  # not the model: the wrong size, the wrong hash

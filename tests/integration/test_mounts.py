@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from integration.helpers import make_settings, run_json, stored_paths, sync, write_note
+from support.vaults import make_settings, run_json, stored_paths, sync, write_note
 
 
 def _mount_tmpfs(target: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from integration.helpers import (
+from support.vaults import (
     cli_env,
     make_settings,
     run_apus,

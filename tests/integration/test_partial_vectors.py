@@ -25,8 +25,7 @@ from apus.memory import Memory
 from apus.search.engine import SearchOptions
 from support.holds import Hold
 from support.tiny_gguf import write_tiny_gguf
-
-from .helpers import APUS, local_model_settings, run_apus, run_json, write_note
+from support.vaults import APUS, local_model_settings, run_apus, run_json, write_note
 
 DATED = [f"memory/2026-02-{day:02}.md" for day in range(1, 29)]  # 28 dated notes
 UNDATED = [f"archive/a{number:02}.md" for number in range(20)]

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from apus.search.engine import Searcher, SearchOptions
-
-from .helpers import make_settings, sync, write_note
+from support.vaults import make_settings, sync, write_note
 
 KEYWORD = SearchOptions(mode="keyword")
 

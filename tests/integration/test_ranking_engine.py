@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -18,8 +18,8 @@ from apus.embed.providers import resolve_provider
 from apus.indexing.sync import Indexer
 from apus.memory import Memory
 from apus.search.engine import Searcher, SearchHit, SearchOptions, SearchResponse
-
-from .helpers import make_settings, run_apus, run_json, search_response, sync, write_note
+from support.vaults import make_settings, run_apus, run_json, search_response, sync, write_note
+from support.word_vector_leg import WordVectorLeg
 
 # A fixed "today" for the Searcher, so the decay factors are exact whatever the date.
 TODAY = dt.date(2025, 6, 15)
@@ -37,6 +37,10 @@ EXPLAIN_KEYS = {
     "mmr_position",
     "rerank",  # the reranker's score and the relevance it made (None: not reranked)
     "reranked",
+    "final",
+    "diversity",
+    "language",
+    "curated",
 }
 
 
@@ -93,15 +97,23 @@ def test_recency_halves_every_30_days_and_memory_is_evergreen(tmp_path: Path) ->
     assert found["MEMORY.md"].explain.recency == 1.0  # evergreen
     assert found[month].explain.recency == pytest.approx(0.5)
     assert found[old].explain.recency == pytest.approx(0.25)
-    assert found["MEMORY.md"].score == found[today].score == 1.0
+    assert found[today].explain.final == 1.0
+    # MEMORY.md never decays; as the agent's own memory it is weighed up (curatedWeight).
+    assert found["MEMORY.md"].explain.curated == 1.5 and found[today].explain.curated == 1.0
+    assert found["MEMORY.md"].explain.final == pytest.approx(1.5)
     # The shipped floor (0.9): a score keeps 0.9 + 0.1·decay of its relevance.
     assert found[month].explain.recency_weight == pytest.approx(0.95)
-    assert found[month].score / found[today].score == pytest.approx(0.95, abs=1e-5)
-    assert found[old].score / found[today].score == pytest.approx(0.925, abs=1e-5)
+    assert found[month].explain.final / found[today].explain.final == pytest.approx(0.95)
+    assert found[old].explain.final / found[today].explain.final == pytest.approx(0.925)
+    # Four copies of one text: each below the first repeats it, and shows 0.7 of its score.
+    assert hits[0].path == "MEMORY.md" and hits[0].score == 1.5
+    for hit in hits[1:]:
+        assert hit.explain.diversity == pytest.approx(0.7)
+        assert hit.score == pytest.approx(0.7 * hit.explain.final, abs=1e-5)
 
-    flat = _search(settings, "greenhouse heater", recency=False).hits
+    flat = _search(settings, "greenhouse heater", recency=False, mmr=False).hits
     assert len(flat) == 4
-    assert {hit.score for hit in flat} == {1.0}
+    assert {hit.score for hit in flat if hit.path != "MEMORY.md"} == {1.0}
     assert {hit.explain.recency for hit in flat} == {1.0}
 
 
@@ -112,15 +124,15 @@ def test_recency_follows_the_configured_half_life_and_switch(tmp_path: Path) -> 
     slow = _indexed(vault, memory__search__query__hybrid__temporalDecay__halfLifeDays=60)
     found = _by_path(_search(slow, "greenhouse heater").hits)
     assert found[f"daily/{_days_ago(60)}.md"].explain.recency == pytest.approx(0.5)
-    assert found[f"daily/{_days_ago(60)}.md"].score == pytest.approx(0.95, abs=1e-5)
+    assert found[f"daily/{_days_ago(60)}.md"].explain.final == pytest.approx(0.95)
 
     # Floor 0 is the plain multiplication by the decay (the seed's literal rule).
     plain = make_settings(vault, memory__search__query__hybrid__temporalDecay__floor=0)
     found = _by_path(_search(plain, "greenhouse heater").hits)
-    assert found[f"daily/{_days_ago(60)}.md"].score == pytest.approx(0.25, abs=1e-5)
+    assert found[f"daily/{_days_ago(60)}.md"].explain.final == pytest.approx(0.25)
 
     off = make_settings(vault, memory__search__query__hybrid__temporalDecay__enabled=False)
-    assert {hit.score for hit in _search(off, "greenhouse heater").hits} == {1.0}
+    assert {hit.explain.final for hit in _search(off, "greenhouse heater").hits} == {1.0}
 
 
 def test_an_old_note_that_answers_ranks_above_recent_notes_that_match_weakly(
@@ -189,11 +201,11 @@ def test_importance_multiplies_and_missing_or_invalid_is_neutral(tmp_path: Path)
     assert set(paths[1:3]) == {"notes/plain.md", "notes/invalid.md"}
     assert paths[3] == "notes/low.md"
     found = _by_path(hits)
-    base = found["notes/plain.md"].score
+    base = found["notes/plain.md"].explain.final
     assert base == 1.0
-    assert found["notes/high.md"].score / base == pytest.approx(1.25)
-    assert found["notes/invalid.md"].score / base == pytest.approx(1.0)
-    assert found["notes/low.md"].score / base == pytest.approx(0.8)
+    assert found["notes/high.md"].explain.final / base == pytest.approx(1.25)
+    assert found["notes/invalid.md"].explain.final / base == pytest.approx(1.0)
+    assert found["notes/low.md"].explain.final / base == pytest.approx(0.8)
     assert [found[p].explain.importance for p in paths] == pytest.approx([1.25, 1.0, 1.0, 0.8])
 
 
@@ -233,10 +245,11 @@ def test_a_query_naming_the_file_beats_a_body_that_repeats_it(
     heavy = [hit for hit in hits if hit.path == "notes/heavy.md"]
     assert heavy and all(hit.explain.tier == "none" for hit in heavy)
     # The body-heavy note is the better keyword match and the better score: only the tier
-    # puts the named note first.
+    # puts the named note first, shown with the answer's best score.
     assert max(hit.explain.text_norm for hit in heavy) == 1.0
     assert hits[0].explain.text_norm < 1.0
-    assert max(hit.score for hit in heavy) > hits[0].score
+    assert max(hit.explain.final for hit in heavy) > hits[0].explain.final
+    assert hits[0].score == max(hit.score for hit in hits)
 
 
 def test_tiers_order_exact_basename_stem_partial_with_mmr_on(tmp_path: Path) -> None:
@@ -288,7 +301,7 @@ def test_min_score_keeps_keyword_matches_when_nothing_passes(tmp_path: Path) -> 
 # -- MMR ---------------------------------------------------------------------------------
 
 
-def test_mmr_lifts_a_distinct_note_above_a_near_duplicate_without_changing_scores(
+def test_mmr_lifts_a_distinct_note_above_a_near_duplicate_and_shows_why(
     tmp_path: Path,
 ) -> None:
     vault = tmp_path / "vault"
@@ -316,7 +329,11 @@ def test_mmr_lifts_a_distinct_note_above_a_near_duplicate_without_changing_score
     assert diverse[1].path == "cheese/rind.md"
     assert diverse[2].path in duplicates - {diverse[0].path}
     assert [hit.explain.mmr_position for hit in diverse] == [1, 2, 3]
-    assert {hit.path: hit.score for hit in diverse} == {hit.path: hit.score for hit in plain}
+    # Each score is the one the list is ordered by: the repeat shows what MMR left of it.
+    finals = {hit.path: hit.explain.final for hit in diverse}
+    assert finals == {hit.path: hit.score for hit in plain}
+    assert [hit.score for hit in diverse] == sorted((h.score for h in diverse), reverse=True)
+    assert diverse[2].score < finals[diverse[2].path]
 
 
 @pytest.mark.parametrize("mmr", [True, False])
@@ -382,9 +399,15 @@ def test_explain_through_the_cli(tmp_path: Path) -> None:
         explain = hit["explain"]
         assert set(explain) == EXPLAIN_KEYS
         assert explain["mmr_position"] == position
-        assert hit["score"] == pytest.approx(
-            explain["merged"] * explain["recency_weight"] * explain["importance"], abs=1e-5
+        assert explain["final"] == pytest.approx(
+            explain["merged"]
+            * explain["recency_weight"]
+            * explain["importance"]
+            * explain["curated"]
+            * explain["language"]
         )
+        assert explain["language"] == 1.0  # one language: nothing to prefer
+        assert hit["score"] == pytest.approx(explain["final"] * explain["diversity"], abs=1e-5)
     assert results[0]["explain"]["importance"] == pytest.approx(1.25)
     assert results[1]["explain"]["recency"] == pytest.approx(0.5)
     assert results[1]["explain"]["recency_weight"] == pytest.approx(0.95)
@@ -420,13 +443,10 @@ def test_the_keyword_leg_asks_for_at_most_the_configured_candidates(tmp_path: Pa
     assert len(data["results"]) == 5
 
 
-# -- hybrid with the tiny real GGUF ------------------------------------------------------
+# -- hybrid: the merge and its settings, over a vector leg without a model ----------------
 
 
-@pytest.fixture
-def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
-    """An indexed vault with vectors from the managed server; stopped again afterwards."""
-    vault = tmp_path / "vault"
+def _hybrid_vault(vault: Path) -> None:
     write_note(vault, "projects/network.md", "# Network\n\nThe router lives in the closet.\n")
     # A keyword match decayed far below anything the vector leg finds.
     write_note(
@@ -440,6 +460,40 @@ def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) ->
         write_note(
             vault, f"shelf/n{number:02}.md", f"# Box {number}\n\nLabel the shelf {number}.\n"
         )
+
+
+@pytest.fixture
+def merged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """The hybrid vault indexed by keyword; its searches get `WordVectorLeg` as their vector
+    leg (`_hybrid_search`), so these tests weigh the merge, not a model."""
+    vault = tmp_path / "vault"
+    _hybrid_vault(vault)
+    monkeypatch.setenv("APUS_VAULT", str(vault))
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "none")
+    settings = load_settings()
+    assert sync(settings).skipped == []
+    return settings
+
+
+def _hybrid_search(
+    settings: Settings, query: str, cosines: Mapping[str, float] | None = None, **options: object
+) -> SearchResponse:
+    """One search by the real Searcher, its vector leg `WordVectorLeg` on the same index."""
+    leg = WordVectorLeg(settings.index_dir(), cosines)
+    searcher = Searcher(settings, vector_leg=leg)
+    try:
+        response = searcher.search(query, SearchOptions(**options))  # type: ignore[arg-type]
+    finally:
+        searcher.close()
+    assert leg.queries == [query] and leg.closed
+    return response
+
+
+@pytest.fixture
+def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
+    """The hybrid vault with vectors from the managed server; stopped again afterwards."""
+    vault = tmp_path / "vault"
+    _hybrid_vault(vault)
     monkeypatch.setenv("APUS_VAULT", str(vault))
     monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
     monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODELPATH", str(tiny_model))
@@ -454,13 +508,9 @@ def hybrid(tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch) ->
     embedder.server.stop()  # type: ignore[attr-defined]
 
 
-def _hybrid_search(settings: Settings, query: str, **options: object) -> SearchResponse:
-    return search_response(settings, query, **options)
-
-
-def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> None:
-    # The tiny test model belongs to no known family: equal weights.
-    response = _hybrid_search(hybrid, "router closet", min_score=0.0, limit=50)
+def test_hybrid_runs_both_legs_and_merges_with_the_weights(merged: Settings) -> None:
+    # Equal weights: none is set and the query is no lookup by name.
+    response = _hybrid_search(merged, "router closet", min_score=0.0, limit=50)
     assert response.legs["keyword"].ran and response.legs["vector"].ran
     assert response.legs["vector"].candidates == 24  # every chunk: fewer than 200
     hits = response.hits
@@ -471,7 +521,8 @@ def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> 
         e = hit.explain
         assert e.vector_raw is not None
         assert e.merged == pytest.approx(0.5 * e.vector_norm + 0.5 * e.text_norm)
-        assert hit.score == pytest.approx(e.merged * e.recency_weight * e.importance, abs=1e-5)
+        assert e.final == pytest.approx(e.merged * e.recency_weight * e.importance)
+        assert hit.score == pytest.approx(e.final * e.diversity, abs=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -484,7 +535,7 @@ def test_hybrid_runs_both_legs_and_merges_with_the_weights(hybrid: Settings) -> 
     ],
 )
 def test_the_weights_are_equal_unless_set_or_a_lookup(
-    hybrid: Settings,
+    merged: Settings,
     monkeypatch: pytest.MonkeyPatch,
     query: str,
     environment: dict[str, str],
@@ -505,7 +556,7 @@ def test_the_weights_are_equal_unless_set_or_a_lookup(
 
 @pytest.mark.parametrize("merge", ["weighted", "zscore", "rrf"])
 def test_hybrid_merge_setting_chooses_scores_or_ranks(
-    hybrid: Settings, monkeypatch: pytest.MonkeyPatch, merge: str
+    merged: Settings, monkeypatch: pytest.MonkeyPatch, merge: str
 ) -> None:
     monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__HYBRID__MERGE", merge)
     monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__HYBRID__RRFK", "10")
@@ -541,15 +592,20 @@ def test_hybrid_merge_setting_chooses_scores_or_ranks(
 
 
 def test_hybrid_min_score_drops_weak_vector_only_hits_but_keeps_keyword_ones(
-    hybrid: Settings,
+    merged: Settings,
 ) -> None:
-    everything = _hybrid_search(hybrid, "router closet", min_score=0.0, limit=50, mmr=False).hits
+    # In meaning the decayed keyword match is the farthest note and the garden the nearest.
+    decayed_path = f"daily/{dt.date.today() - dt.timedelta(days=150)}.md"
+    meaning = {decayed_path: -0.5, "projects/garden.md": 0.6}
+    everything = _hybrid_search(
+        merged, "router closet", meaning, min_score=0.0, limit=50, mmr=False
+    ).hits
     keyword = [hit for hit in everything if "keyword" in hit.legs]
     vector_only = [hit for hit in everything if "keyword" not in hit.legs]
     assert keyword[0].path == "projects/network.md"
     assert len(keyword) == 2 and len(vector_only) == 22
     decayed = keyword[1]
-    assert decayed.path.startswith("daily/")
+    assert decayed.path == decayed_path
     best_vector_only = max(hit.score for hit in vector_only)
     # The decayed keyword match scores below the best vector-only hits...
     assert decayed.score < best_vector_only
@@ -558,14 +614,16 @@ def test_hybrid_min_score_drops_weak_vector_only_hits_but_keeps_keyword_ones(
     # ...yet a threshold between the two best keeps it and drops the vector-only ones.
     threshold = (keyword[0].score + best_vector_only) / 2
     for limit in (2, 10):
-        kept = _hybrid_search(hybrid, "router closet", min_score=threshold, limit=limit).hits
+        kept = _hybrid_search(
+            merged, "router closet", meaning, min_score=threshold, limit=limit
+        ).hits
         assert [hit.path for hit in kept] == [keyword[0].path, decayed.path]
-    nothing_passes = _hybrid_search(hybrid, "router closet", min_score=0.99).hits
+    nothing_passes = _hybrid_search(merged, "router closet", meaning, min_score=0.99).hits
     assert [hit.path for hit in nothing_passes] == [keyword[0].path, decayed.path]
 
 
 def test_each_leg_asks_for_at_most_the_configured_candidates(
-    hybrid: Settings, monkeypatch: pytest.MonkeyPatch
+    merged: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("APUS_MEMORY__SEARCH__QUERY__CANDIDATES", "5")
     response = _hybrid_search(load_settings(), "label the shelf", min_score=0.0, limit=50)
@@ -655,9 +713,7 @@ def test_a_note_leads_with_its_best_chunk_after_mmr(tmp_path: Path) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
-def test_meaning_only_matches_from_years_ago_are_found(
-    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_meaning_only_matches_from_years_ago_are_found(tmp_path: Path) -> None:
     """Every note is from 2023, years before any date these tests run on: search by meaning
     still answers (minScore judges relevance), and every score tells its result apart."""
     vault = tmp_path / "vault"
@@ -666,28 +722,24 @@ def test_meaning_only_matches_from_years_ago_are_found(
         write_note(
             vault, f"memory/2023-05-{number:02}.md", f"# Day {number}\n\nWe talked about {topic}.\n"
         )
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODELPATH", str(tiny_model))
-    monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__CONTEXTSIZE", "512")
-    settings = make_settings(vault, env=dict(os.environ))
-    assert sync(settings).embedding.state == "done"
-    try:
-        for floor in (None, 0.0):
-            env = dict(os.environ)
-            if floor is not None:
-                env["APUS_MEMORY__SEARCH__QUERY__HYBRID__TEMPORALDECAY__FLOOR"] = str(floor)
-            hits = search_response(
-                make_settings(vault, env=env), "garden vegetables", mode="vector"
-            ).hits
-            assert hits, f"floor {floor}: no result by meaning"
-            for hit in hits:
-                e = hit.explain
-                assert e.recency < 2**-36  # three years and more
-                assert e.merged >= settings.search.query.min_score
-                assert hit.score > 0
-                assert hit.score == pytest.approx(e.merged * e.recency_weight * e.importance)
-            assert len({hit.score for hit in hits}) >= len({hit.explain.merged for hit in hits})
-    finally:
-        embedder = resolve_provider(settings.search).embedder
-        assert embedder is not None
-        embedder.server.stop()  # type: ignore[attr-defined]
+    settings = make_settings(vault)
+    assert sync(settings).skipped == []
+    for floor in (None, 0.0):
+        env = (
+            {}
+            if floor is None
+            else {"APUS_MEMORY__SEARCH__QUERY__HYBRID__TEMPORALDECAY__FLOOR": str(floor)}
+        )
+        response = _hybrid_search(make_settings(vault, env=env), "garden vegetables", mode="vector")
+        hits = response.hits
+        assert hits, f"floor {floor}: no result by meaning"
+        for hit in hits:
+            e = hit.explain
+            assert hit.legs == ("vector",)
+            assert e.recency < 2**-36  # three years and more
+            assert e.merged >= settings.search.query.min_score
+            assert hit.score > 0
+            assert e.final == pytest.approx(e.merged * e.recency_weight * e.importance)
+            # A score shows six significant digits (ranking.readable_score).
+            assert hit.score == pytest.approx(e.final * e.diversity, rel=5e-6)
+        assert len({hit.score for hit in hits}) >= len({hit.explain.merged for hit in hits})

@@ -21,8 +21,7 @@ from apus.memory import Memory
 from apus.search.recall import RecallEntry, recall
 from support.recording_server import RecordingServer
 from support.tiny_gguf import write_tiny_gguf
-
-from .helpers import cli_env, local_model_settings, make_settings, run_apus, sync, write_note
+from support.vaults import cli_env, local_model_settings, make_settings, run_apus, sync, write_note
 
 # Long enough sections that each becomes its own chunk at 32 tokens a chunk.
 FILLER = "Keep this passage short and plain so it reads well in a terminal window today."

@@ -16,8 +16,7 @@ from apus.config import Settings
 from apus.search.rerank import catalog
 from support.fake_hub import TEST_REVISION, FakeHub
 from support.tiny_cross_encoder import build
-
-from .helpers import cli_env, make_settings, run_apus, search_response, sync, write_note
+from support.vaults import cli_env, make_settings, run_apus, search_response, sync, write_note
 
 QUERY = "harbour beacon"
 # Keyword search ranks `gravel.md` first (both words, twice); the tiny model shuns its

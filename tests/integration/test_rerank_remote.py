@@ -14,8 +14,7 @@ from apus.config import Settings
 from apus.embed.base import redact
 from support.fake_rerank import BedrockRerankFake, RerankFake
 from support.fake_service import Reply
-
-from .helpers import make_settings, search_response, sync, write_note
+from support.vaults import make_settings, search_response, sync, write_note
 
 QUERY = "harbour beacon"
 NOTES = {

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from support.tiny_gguf import write_tiny_gguf
-
-from .helpers import cli_env, run_apus, write_note
+from support.vaults import cli_env, run_apus, write_note
 
 NOBODY = 65534  # the conventional unprivileged user and group
 

@@ -8,8 +8,7 @@ import re
 from pathlib import Path
 
 from support.tiny_cross_encoder import build
-
-from .helpers import run_apus, write_note
+from support.vaults import run_apus, write_note
 
 ROW = (
     r"^{name}\s+(?P<queries>\d+) queries\s+wall p50 (?P<p50>[\d.]+) ms\s+p95 (?P<p95>[\d.]+) ms"

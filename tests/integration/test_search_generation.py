@@ -8,8 +8,7 @@ from pathlib import Path
 
 from apus.index.store import Store
 from apus.search.engine import Searcher, SearchOptions
-
-from .helpers import make_settings, sync, write_note
+from support.vaults import make_settings, sync, write_note
 
 
 def test_a_searcher_sees_files_committed_between_two_of_its_searches(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from apus.index import store as store_module
-from apus.index.store import SCHEMA_VERSION, Store
+from apus.index.schema import SCHEMA_VERSION
+from apus.index.store import Store
 
 
 def test_a_new_database_is_made_at_the_current_schema_in_one_step(

@@ -25,8 +25,7 @@ from apus.indexing.progress import SyncProgress
 from apus.indexing.request import SyncRequest
 from apus.search.engine import Searcher
 from support.holds import Hold
-
-from .helpers import (
+from support.vaults import (
     APUS,
     chunk_ids_of,
     cli_env,
@@ -235,6 +234,20 @@ def test_ignore_rules(tmp_path: Path) -> None:
     sync(settings)
     assert search_paths(settings, "wigeon") == ["long.markdown"]
     assert stored_paths(settings) == {"alpha.md", "beta.md", "sub/gamma.md", "long.markdown"}
+
+
+def test_a_stopped_sync_counts_only_the_notes_it_committed(tmp_path: Path) -> None:
+    vault = _numbered_vault(tmp_path / "vault", BATCH + 100)
+    settings = make_settings(vault)
+    cancel = threading.Event()
+
+    def stop_within_the_second_batch(event: SyncProgress) -> None:
+        if event.phase == "index" and event.done >= BATCH + 50:
+            cancel.set()  # 50 notes of the second batch are read, none written
+
+    stopped = sync(settings, cancel=cancel, progress=stop_within_the_second_batch)
+    assert stopped.cancelled is True
+    assert stopped.added == len(stored_paths(settings)) == BATCH
 
 
 def test_cancel_mid_sync_then_resume(tmp_path: Path) -> None:

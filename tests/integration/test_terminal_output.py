@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import cli_env, run_apus
+from support.vaults import cli_env, run_apus
 
 CONTROLS = ("\x1b", "\x07", "\x9b", "\r")
 

@@ -9,8 +9,7 @@ from pathlib import Path
 from apus.benchmarks.token_bench import model_tokenizer, run_token_bench
 from apus.embed.prefixes import scheme_for_family
 from apus.indexing.embedding import title_for_prefix
-
-from .helpers import make_settings, open_store, run_apus, sync, vault_digest, write_note
+from support.vaults import make_settings, open_store, run_apus, sync, vault_digest, write_note
 
 # Paragraphs of one section: the chunker cuts between them and repeats the last of a chunk.
 LONG = "# Trip\n\n" + "\n\n".join(

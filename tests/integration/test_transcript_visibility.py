@@ -12,8 +12,7 @@ from apus.memory import Memory
 from apus.memory.transcript_reader import SessionNotFoundError
 from apus.search.engine import SearchOptions
 from support.transcripts import conversation, enabled_env, transcript_path, write_transcript
-
-from .helpers import make_settings, sync, write_note
+from support.vaults import make_settings, sync, write_note
 
 # Who spawned whom: root <- child <- grand, and helper/h1 spawned by root (another agent).
 SESSIONS = {

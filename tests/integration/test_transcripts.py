@@ -27,8 +27,7 @@ from support.transcripts import (
     transcript_path,
     write_transcript,
 )
-
-from .helpers import local_model_settings, make_settings, sync, write_note
+from support.vaults import local_model_settings, make_settings, sync, write_note
 
 
 @pytest.fixture

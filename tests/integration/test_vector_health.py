@@ -18,9 +18,8 @@ from apus.config import Settings
 from apus.embed.providers import resolve_provider
 from apus.index.store import Store
 from apus.index.vectors import VectorIndex
-
-from .helpers import local_model_settings, search_response, write_note
-from .helpers import sync as sync_index
+from support.vaults import local_model_settings, search_response, write_note
+from support.vaults import sync as sync_index
 
 NOTES = {
     "garden.md": "# Garden\n\nTomatoes and basil grow on the balcony in summer.\n",

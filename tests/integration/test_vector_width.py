@@ -18,8 +18,7 @@ from apus.memory import Memory
 from apus.search.engine import SearchOptions
 from support.holds import Hold
 from support.tiny_gguf import HIDDEN
-
-from .helpers import embeddings, local_model_settings, search_response, sync, write_note
+from support.vaults import embeddings, local_model_settings, search_response, sync, write_note
 
 NOTES = {
     "projects/garden.md": "# Garden\n\nTomatoes and basil grow on the balcony in summer.\n",

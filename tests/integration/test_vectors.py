@@ -24,8 +24,7 @@ from support.holds import Hold
 from support.ports import refusing_port
 from support.recording_server import RecordingServer
 from support.tiny_gguf import write_tiny_gguf
-
-from .helpers import embeddings, local_model_settings, search_response, sync, write_note
+from support.vaults import embeddings, local_model_settings, search_response, sync, write_note
 
 NOTES = {
     "MEMORY.md": "---\ntitle: Memory\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n"

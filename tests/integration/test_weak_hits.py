@@ -14,9 +14,8 @@ from apus.config import Settings
 from apus.memory import Memory
 from apus.search.engine import SearchHit, SearchOptions
 from apus.search.weak import is_weak, threshold_for, weak_chunks, weak_threshold
+from support.vaults import cli_env, local_model_settings, run_apus, sync, write_note
 from support.weak_vault import MINILM_FILE, NOTES, NOTHING_SAID, spread_model
-
-from .helpers import cli_env, local_model_settings, run_apus, sync, write_note
 
 
 @pytest.fixture

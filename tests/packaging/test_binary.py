@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,8 @@ import pytest
 
 from apus import __version__
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+# One worker runs them all: the binaries are built once, for the module.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600), pytest.mark.xdist_group("binaries")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "packaging" / "build.py"
@@ -136,6 +139,36 @@ def test_keyword_only_index_and_search(binary: Path, sandbox: Sandbox) -> None:
     assert found["legs"]["vector"]["ran"] is False
     # A query that is a note's file stem puts that note on top.
     assert found["results"][0]["path"] == "notes/sourdough.md"
+
+
+def test_connect_writes_the_binarys_own_path(binary: Path, sandbox: Sandbox) -> None:
+    """A client starts the binary itself (a one-file binary: the file, not its unpack folder),
+    and the hook it installs answers from it."""
+    env = {**sandbox.env, "APUS_MEMORY__SEARCH__PROVIDER": "none"}
+    _run(binary, "--vault", sandbox.vault, "memory", "index", env=env)
+    _run(binary, "--vault", sandbox.vault, "connect", "codex", env=env)
+    codex = tomllib.loads((sandbox.root / ".codex" / "config.toml").read_text(encoding="utf-8"))
+    assert codex["mcp_servers"]["apus"] == {
+        "command": str(binary),
+        "args": ["--vault", str(sandbox.vault), "mcp"],
+    }
+    _run(binary, "--vault", sandbox.vault, "connect", "claude-code", "--hooks", env=env)
+    settings = json.loads((sandbox.root / ".claude" / "settings.json").read_text("utf-8"))
+    command = settings["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert command == shlex.join(
+        [str(binary), "--vault", str(sandbox.vault), "hook", "claude-code"]
+    )
+    answered = subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=json.dumps({"hook_event_name": "SessionStart", "source": "startup"}),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=True,
+    )
+    context = json.loads(answered.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "- USER.md#L" in context
 
 
 def test_local_embeddings_through_the_binarys_own_server(

@@ -1,1 +1,2 @@
-"""Test helpers shared by the suites: a tiny GGUF writer, a fake model hub, a recording server."""
+"""Test helpers shared by the suites: vaults and the real CLI on them, a tiny GGUF writer, a
+fake model hub, recording servers, a vector leg without a model."""

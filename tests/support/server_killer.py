@@ -20,9 +20,11 @@ _POLL_S = 0.005
 class ServerKiller:
     """While entered, kill each new server named by a state file in `runtime` with `signum`."""
 
-    def __init__(self, runtime: Path, signum: int) -> None:
+    def __init__(self, runtime: Path, signum: int, *, limit: int | None = None) -> None:
+        """`limit`: kill only that many servers (then leave the next ones alone)."""
         self.runtime = runtime
         self.signum = signum
+        self.limit = limit
         self.killed: list[int] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="server-killer", daemon=True)
@@ -43,6 +45,8 @@ class ServerKiller:
     def _run(self) -> None:
         while not self._stop.is_set():
             for pid in self._ready_servers():
+                if self.limit is not None and len(self.killed) >= self.limit:
+                    break
                 if pid not in self.killed and pid_alive(pid):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, self.signum)

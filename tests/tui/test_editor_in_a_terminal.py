@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from integration.helpers import cli_env
+from support.vaults import cli_env
 
 # Only a guard against a hang: each wait below is for something the app shows or does.
 PATIENCE_S = 120.0

@@ -19,9 +19,9 @@ from apus.tui.screens.search import SearchScreen
 from apus.tui.screens.status import StatusScreen
 from apus.tui.state import BackgroundWork, ProviderView
 from apus.tui.widgets.status_bar import StatusBar
-from integration.helpers import run_apus
 from support.holds import Hold
 from support.server_killer import ServerKiller, server_pids
+from support.vaults import run_apus
 
 from .factory import SIZE, make_app, settle, write_vault
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+from apus.clients.catalog import Places
 from apus.embed.local.catalog import ModelManifest
 from apus.tui.screens.wizard import WizardOptions
 
@@ -81,6 +82,13 @@ def wizard(config_file: Path) -> SnapshotApp:
         detect_hardware=fixed_hardware,
         catalog={TEST_MODEL.name: TEST_MODEL},
         folder_root=config_file.parent,
+        # No agent client installed: the last step offers none (test_wizard_connect.py).
+        places=Places(
+            config_file.parent / "home",
+            {"PATH": str(config_file.parent / "no-bin")},
+            "Linux",
+            config_file.parent,
+        ),
     )
     app = make_app(None, config_file, app_class=SnapshotApp, wizard=options)
     assert isinstance(app, SnapshotApp)

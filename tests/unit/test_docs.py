@@ -1,5 +1,6 @@
 """The docs say what is there: every module of the package is in docs/architecture.md's module
-map, and every module the map names still exists."""
+map, and every module the map names still exists. A glob row covers the files directly in its
+folder only, so a new subfolder needs a row of its own."""
 
 from __future__ import annotations
 
@@ -61,10 +62,28 @@ def module_map() -> list[str]:
     return [pattern for cell in rows for pattern in mapped_patterns(cell)]
 
 
+def covers(pattern: str, module: str) -> bool:
+    """Whether a map pattern names `module`: matched a path part at a time, so a `*` never
+    reaches across a `/` (fnmatch's alone would let `apus/embed/*` cover every subfolder)."""
+    pattern_parts, module_parts = pattern.split("/"), module.split("/")
+    return len(pattern_parts) == len(module_parts) and all(
+        fnmatch.fnmatchcase(part, wanted)
+        for part, wanted in zip(module_parts, pattern_parts, strict=True)
+    )
+
+
 def test_the_module_map_is_parsed() -> None:
     patterns = module_map()
     assert "apus/cli/bench.py" in patterns  # named beside `apus/cli/models.py`
     assert "apus/indexing/sync.py" in patterns and "apus/index/store.py" in patterns
+
+
+def test_a_glob_covers_its_own_folder_only() -> None:
+    assert covers("apus/embed/*", "apus/embed/http.py")
+    assert covers("apus/benchmarks/*_bench.py", "apus/benchmarks/search_bench.py")
+    assert not covers("apus/embed/*", "apus/embed/local/embedder.py")
+    assert not covers("apus/tui/widgets/*", "apus/tui/widgets/setup/folder.py")
+    assert not covers("apus/*.py", "apus/cli/main.py")
 
 
 def test_every_module_is_in_the_module_map() -> None:
@@ -72,7 +91,7 @@ def test_every_module_is_in_the_module_map() -> None:
     missing = sorted(
         module
         for module in package_modules()
-        if not any(fnmatch.fnmatchcase(module, pattern) for pattern in patterns)
+        if not any(covers(pattern, module) for pattern in patterns)
     )
     assert missing == [], f"add these to docs/architecture.md's module map: {missing}"
 
@@ -82,6 +101,6 @@ def test_every_mapped_module_exists() -> None:
     gone = [
         pattern
         for pattern in module_map()
-        if not any(fnmatch.fnmatchcase(module, pattern) for module in modules)
+        if not any(covers(pattern, module) for module in modules)
     ]
     assert gone == [], f"docs/architecture.md's module map names what is not there: {gone}"

@@ -1,4 +1,4 @@
-"""Jaccard overlap and MMR re-ordering."""
+"""Jaccard overlap and MMR: the order, and the scores it is made by."""
 
 from __future__ import annotations
 
@@ -32,9 +32,13 @@ class Snip:
     words: frozenset[str]
 
 
+def _placed(items: list[Snip], lam: float = 0.7) -> list[tuple[str, float]]:
+    placed = mmr_order(items, relevance=lambda s: s.score, tokens=lambda s: s.words, lam=lam)
+    return [(d.item.name, d.item.score * d.factor) for d in placed]
+
+
 def _order(items: list[Snip], lam: float = 0.7) -> list[str]:
-    ordered = mmr_order(items, relevance=lambda s: s.score, tokens=lambda s: s.words, lam=lam)
-    return [s.name for s in ordered]
+    return [name for name, _ in _placed(items, lam)]
 
 
 ROUTER = frozenset({"router", "config", "port", "8080"})
@@ -47,20 +51,32 @@ NEAR_DUPLICATES = [
 
 
 def test_near_duplicate_moves_below_distinct_note() -> None:
-    # After "router": copy = 0.7·0.95 - 0.3·1.0 = 0.365; backup = 0.7·0.9 - 0 = 0.63.
-    assert _order(NEAR_DUPLICATES) == ["router", "backup", "router-copy"]
+    # After "router": copy = 0.95·(0.7 + 0.3·0) = 0.665; backup = 0.9·1 = 0.9.
+    assert _placed(NEAR_DUPLICATES) == [
+        ("router", 1.0),
+        ("backup", 0.9),
+        ("router-copy", pytest.approx(0.665)),
+    ]
 
 
-def test_mmr_keeps_every_item_and_its_score() -> None:
-    ordered = mmr_order(
+def test_mmr_keeps_every_item_and_says_what_it_multiplied() -> None:
+    placed = mmr_order(
         NEAR_DUPLICATES, relevance=lambda s: s.score, tokens=lambda s: s.words, lam=0.7
     )
-    assert sorted(ordered, key=lambda s: s.name) == sorted(NEAR_DUPLICATES, key=lambda s: s.name)
-    assert {s.name: s.score for s in ordered} == {"router": 1.0, "router-copy": 0.95, "backup": 0.9}
+    assert sorted(d.item.name for d in placed) == sorted(s.name for s in NEAR_DUPLICATES)
+    assert {d.item.name: d.factor for d in placed} == {
+        "router": 1.0,
+        "backup": 1.0,
+        "router-copy": pytest.approx(0.7),
+    }
 
 
 def test_lambda_one_keeps_relevance_order() -> None:
-    assert _order(NEAR_DUPLICATES, lam=1.0) == ["router", "router-copy", "backup"]
+    assert _placed(NEAR_DUPLICATES, lam=1.0) == [
+        ("router", 1.0),
+        ("router-copy", 0.95),
+        ("backup", 0.9),
+    ]
 
 
 def test_lambda_sets_the_trade_off() -> None:
@@ -69,14 +85,13 @@ def test_lambda_sets_the_trade_off() -> None:
         Snip("b", 0.8, frozenset("abce")),  # Jaccard with a: 3/5 = 0.6
         Snip("c", 0.6, frozenset("xy")),
     ]
-    # λ=0.7 after a: b = 0.56 - 0.18 = 0.38 < c = 0.42.
-    assert _order(items, lam=0.7) == ["a", "c", "b"]
-    # λ=0.9 after a: b = 0.72 - 0.06 = 0.66 > c = 0.54.
-    assert _order(items, lam=0.9) == ["a", "b", "c"]
+    # λ=0.7 after a: b = 0.8·(1 - 0.3·0.6) = 0.656 > c = 0.6.
+    assert _order(items, lam=0.7) == ["a", "b", "c"]
+    # λ=0.3 after a: b = 0.8·(1 - 0.7·0.6) = 0.464 < c = 0.6.
+    assert _order(items, lam=0.3) == ["a", "c", "b"]
 
 
 def test_relevance_scale_does_not_change_the_order() -> None:
-    # Raw BM25-sized scores: without normalising by the best, 0.7·95 would swamp any overlap.
     scaled = [Snip(s.name, s.score * 100, s.words) for s in NEAR_DUPLICATES]
     assert _order(scaled) == ["router", "backup", "router-copy"]
 
@@ -86,14 +101,14 @@ def test_ties_keep_original_order() -> None:
     assert _order(items) == list("qwerty")
 
 
-def test_lambda_zero_orders_by_diversity_alone() -> None:
+def test_lambda_zero_orders_by_novelty_times_relevance() -> None:
     items = [
-        Snip("a", 0.1, frozenset("ab")),
-        Snip("b", 0.9, frozenset("ab")),
+        Snip("a", 0.9, frozenset("ab")),
+        Snip("b", 0.8, frozenset("ab")),
         Snip("c", 0.5, frozenset("cd")),
     ]
-    # First pick is a tie at 0 (original order); then c shares nothing with a, b everything.
-    assert _order(items, lam=0.0) == ["a", "c", "b"]
+    # After a, b repeats it wholly: 0.8·0 = 0 below c's 0.5.
+    assert _placed(items, lam=0.0) == [("a", 0.9), ("c", 0.5), ("b", 0.0)]
 
 
 def test_small_inputs() -> None:
@@ -116,6 +131,8 @@ def test_full_candidate_set_is_a_permutation() -> None:
     items = [
         Snip(f"n{i}", rng.random() * 20, frozenset(rng.sample(vocabulary, 12))) for i in range(400)
     ]
-    ordered = _order(items)
-    assert sorted(ordered) == sorted(s.name for s in items)
-    assert ordered[0] == max(items, key=lambda s: s.score).name
+    placed = _placed(items)
+    assert sorted(name for name, _ in placed) == sorted(s.name for s in items)
+    assert placed[0][0] == max(items, key=lambda s: s.score).name
+    scores = [score for _, score in placed]
+    assert scores == sorted(scores, reverse=True)  # what it is ordered by never rises

@@ -61,3 +61,18 @@ def test_a_build_says_from_its_own_decision_whether_it_is_the_first() -> None:
         IdentityDecision("reembed", "task prefixes changed"), building=True, failure=None
     )
     assert again.state == "building" and not again.first_build
+
+
+def test_coverage_is_said_only_while_vectors_are_missing() -> None:
+    # One formula for status and search: the vectors FAISS holds over the chunks stored,
+    # never above all of them (FAISS may hold a vector of a chunk removed meanwhile).
+    fresh = IdentityDecision("fresh")
+    for building, failure in ((True, None), (False, FAILED), (False, None)):
+        incomplete = readiness(fresh, building=building, failure=failure)
+        assert incomplete.coverage(1) == 0.25
+        assert incomplete.coverage(6) == 1.0
+        assert incomplete.coverage(0) is None  # nothing to serve yet
+    served = readiness(IdentityDecision("serve"), building=False, failure=None)
+    assert served.coverage(4) is None  # all of them
+    paused = readiness(IdentityDecision("pause", "another model"), building=False, failure=None)
+    assert paused.coverage(4) is None  # another model's vectors are never served

@@ -9,7 +9,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from apus.search.snippet import Snippet, _collapse_whitespace, make_snippet
-from apus.vault.text import term_spans, tokenize
+from apus.vault.text import tokenize
+from apus.vault.text_terms import term_spans
 
 # Words, single spaces and longer runs of every kind of whitespace, so that runs of one
 # character (which move nothing) and longer ones (which do) are both met.

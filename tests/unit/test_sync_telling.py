@@ -7,12 +7,13 @@ from pathlib import Path
 
 from apus.indexing.progress import SyncProgress
 from apus.indexing.reading_progress import ReadingProgressFile, reading_progress
-from apus.indexing.sync import _BATCH_FILES, _Telling
+from apus.indexing.sync import _Telling
+from apus.indexing.writers import BATCH_FILES
 
 
 def test_notes_read_are_told_as_reading_starts_then_at_each_batch(tmp_path: Path) -> None:
     telling = _Telling(ReadingProgressFile(tmp_path))
-    total = 3 * _BATCH_FILES + 120
+    total = 3 * BATCH_FILES + 120
     told: list[tuple[str, int]] = []
     events = [SyncProgress("scan", 10, 0)]
     events += [SyncProgress("index", done, total) for done in range(50, total, 50)]
@@ -24,12 +25,12 @@ def test_notes_read_are_told_as_reading_starts_then_at_each_batch(tmp_path: Path
         told.append((seen.phase, seen.done))
     assert told[0] == ("scan", 10)
     assert told[1:5] == [("index", 50)] * 4  # reading has started; no batch yet
-    assert told[10] == ("index", _BATCH_FILES)
+    assert told[10] == ("index", BATCH_FILES)
     assert {done for phase, done in told if phase == "index"} == {
         50,
-        _BATCH_FILES,
-        2 * _BATCH_FILES,
-        3 * _BATCH_FILES,
+        BATCH_FILES,
+        2 * BATCH_FILES,
+        3 * BATCH_FILES,
         total,
     }
     assert told[-1] == ("keyword", 0)

@@ -18,7 +18,7 @@ from apus.vault.scan import (
     read_note_text,
     scan_roots,
 )
-from integration.unprivileged import call_unprivileged, shared_folder
+from support.unprivileged import call_unprivileged, shared_folder
 
 
 def write(root: Path, rel_path: str, content: str | bytes = "# note\n") -> Path:

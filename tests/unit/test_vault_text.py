@@ -8,13 +8,13 @@ import pytest
 
 from apus.vault.text import (
     _COUNT_WINDOW,
-    TextTerms,
     Token,
     _tenths,
     count_tokens,
     fold,
     tokenize,
 )
+from apus.vault.text_terms import TextTerms
 
 
 def nfd(text: str) -> str:

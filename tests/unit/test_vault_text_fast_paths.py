@@ -12,7 +12,6 @@ from apus.vault import marks_table
 from apus.vault.text import (
     _CJK,
     _HANGUL_CONT,
-    TextTerms,
     _fold_unicode,
     _mark_classes,
     _scan_marks,
@@ -21,9 +20,9 @@ from apus.vault.text import (
     fold,
     keyword_term,
     keyword_terms,
-    term_spans,
     tokenize,
 )
+from apus.vault.text_terms import TextTerms, term_spans
 
 # Plain ASCII (the fast paths), with accents, combining marks, CJK, Hangul, fullwidth and
 # other scripts mixed in (the Unicode paths), so both sides of every `isascii` test are met.

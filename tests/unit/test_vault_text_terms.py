@@ -3,6 +3,8 @@ distinct words and CJK runs) gives exactly what tokenising the text token by tok
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import unicodedata
 
 import pytest
@@ -10,14 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apus.vault.text import (
-    _ASTRAL_RE,
-    TextTerms,
+    ASTRAL_RE,
     Token,
     _cjk_unit_re,
     _token_re,
     fold,
     tokenize,
 )
+from apus.vault.text_terms import TextTerms
 
 
 def _reference_tokens(text: str) -> list[tuple[str, int, int]]:
@@ -122,7 +124,7 @@ def test_tokenize_gives_the_reference_tokens_as_named_tuples(text: str) -> None:
 @settings(max_examples=500)
 @given(st.text(min_size=1))
 def test_the_astral_search_is_max_beyond_the_bmp(text: str) -> None:
-    assert (_ASTRAL_RE.search(text) is not None) == (max(text) > "\uffff")
+    assert (ASTRAL_RE.search(text) is not None) == (max(text) > "\uffff")
 
 
 @pytest.mark.parametrize(
@@ -164,3 +166,14 @@ def test_spans_find_whole_tokens(text: str, terms: set[str], found: list[str]) -
 def test_no_terms_no_spans() -> None:
     assert TextTerms("日本 кошка tar").spans(frozenset()) == []
     assert TextTerms("").terms == frozenset()
+
+
+def test_text_terms_is_found_where_it_was_named_before_whichever_module_loads_first() -> None:
+    for first, second in (("text_terms", "text"), ("text", "text_terms")):
+        code = (
+            f"import apus.vault.{first}, apus.vault.{second}\n"
+            "from apus.vault.text import TextTerms\n"
+            "from apus.vault.text_terms import TextTerms as Own\n"
+            "assert TextTerms is Own\n"
+        )
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

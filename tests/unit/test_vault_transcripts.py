@@ -22,7 +22,7 @@ T = "2026-11-20T10:00:{:02d}Z"
 
 
 def read(path: Path, start: ReadPosition | None = None, limit: int = LIMIT) -> tx.Reading:
-    return tx.read_transcript(path, "main", start or ReadPosition(), limit)
+    return tx.read_transcript(path, tx.AgentLines("main"), start or ReadPosition(), limit)
 
 
 def texts(messages: list[Message]) -> list[str]:

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from apus.indexing.progress import PHASE_LABELS
+
 
 class _Answer(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
@@ -19,17 +21,22 @@ class Media(_Answer):
 
 class Passage(_Answer):
     path: str = Field(description="The note, relative to the vault (pass it to memory_get)")
-    startLine: int
-    endLine: int
     score: float = Field(
-        description="what the results are ordered by: relevance x recency x importance"
+        description="what the results are ordered by (never rises down the list): relevance "
+        "x recency x importance x curated memory x language, less what a passage above "
+        "already says (diversity); a note the query names comes first, with the best score"
     )
     relevance: float = Field(
         description="how well the passage matches, before recency and importance"
     )
-    snippet: str
+    snippet: str = Field(
+        description="the passage around the words that matched, at most 150 columns (a CJK "
+        "character counts two); memory_get on the citation reads it whole"
+    )
     source: str = Field(description='"memory" (notes) or "sessions" (agent transcripts)')
-    citation: str = Field(description="path#L<start>-L<end>, for citing the passage")
+    citation: str = Field(
+        description="path#L<start>-L<end>: the passage's lines, for citing it and for memory_get"
+    )
     media: Media | None = Field(
         None, description="set when the result is an image or audio file: its type and size"
     )
@@ -65,9 +72,13 @@ class TimeWindow(_Answer):
 
 
 class Indexing(_Answer):
-    """Notes are still being read into the index: results may miss those not read yet."""
+    """The index is still being built: results may miss notes not read yet, or (while
+    passages are embedded) passages only meaning would find."""
 
-    phase: str = Field(description='what the sync is doing, e.g. "Reading notes"')
+    phase: str = Field(
+        description='what the sync is doing: "Starting", "Reading notes", "Building keyword '
+        'index", "Embedding passages"'
+    )
     done: int
     total: int = Field(description="0 while the number is not known yet")
     eta: float | None = Field(None, description="seconds left, when there is an estimate")
@@ -75,10 +86,14 @@ class Indexing(_Answer):
     def describe(self) -> str:
         count = f" {self.done} of {self.total}" if self.total else ""
         left = f", about {self.eta:.0f} s left" if self.eta is not None else ""
-        return (
-            f"{self.phase}{count}{left}; results may miss notes not read yet (ask again "
-            "when indexing is done)"
-        )
+        if self.phase == PHASE_LABELS["embed"]:
+            meaning = (
+                "every note is searchable by its words; search by meaning covers the passages "
+                "embedded so far"
+            )
+        else:
+            meaning = "results may miss notes not read yet (ask again when indexing is done)"
+        return f"{self.phase}{count}{left}; {meaning}"
 
 
 class SearchAnswer(_Answer):
@@ -96,7 +111,9 @@ class SearchAnswer(_Answer):
         None, description="the dates results were held to, and what they were read from"
     )
     indexing: Indexing | None = Field(
-        None, description="set while notes are still being read into the index"
+        None,
+        description="set while the index is being built (from the server's start, until it "
+        "covers the vault): what is being done, and how far",
     )
     coverage: float | None = Field(
         default=None,
@@ -117,7 +134,12 @@ class NoteWindow(_Answer):
     text: str
     from_: int = Field(alias="from", description="first line of `text`, 1-based")
     lines: int = Field(description="lines in `text`")
-    truncated: bool = Field(description="more lines follow; call again with from=nextFrom")
+    totalLines: int = Field(description="lines in the whole note")
+    truncated: bool = Field(
+        description="what was asked for goes on past `text` (the note, for a plain path; the "
+        "citation's range, for path#L12-L30): call again with from=nextFrom. A citation "
+        "read whole is not truncated; totalLines says how far the note goes on"
+    )
     nextFrom: int | None = None
 
 
@@ -177,4 +199,7 @@ class WriteAnswer(_Answer):
     created: bool = Field(description="the daily note did not exist before this entry")
     indexed: bool = Field(
         description="the entry is searchable now (false: another process is indexing; it will be)"
+    )
+    notices: list[str] | None = Field(
+        None, description="what to know about where the entry went (e.g. triggers not recalled)"
     )

@@ -38,6 +38,11 @@ _SYNONYMS = {
 }
 
 
+# pydantic error types that mean "not the type the schema takes" (int_parsing, int_type,
+# int_from_float, float_parsing, string_type, list_type, ...).
+_WRONG_TYPE = ("_parsing", "_type", "_from_float")
+
+
 class CheckedTool(Tool):
     """A tool whose arguments are checked before the SDK validates them."""
 
@@ -56,10 +61,13 @@ class CheckedTool(Tool):
 
 
 def check_arguments(tool: str, schema: dict[str, Any], arguments: dict[str, Any]) -> None:
-    """Refuse argument names the tool does not have, naming them and what was meant."""
-    known = list(schema.get("properties", {}))
+    """Refuse argument names the tool does not have, naming them and what was meant, and
+    true/false where the schema takes no boolean (pydantic reads `true` as the number 1)."""
+    properties = schema.get("properties", {})
+    known = list(properties)
     unknown = [name for name in arguments if name not in known]
     if not unknown:
+        _refuse_booleans(tool, properties, arguments)
         return
     hints = []
     for name in unknown:
@@ -69,10 +77,24 @@ def check_arguments(tool: str, schema: dict[str, Any], arguments: dict[str, Any]
             meant = close[0] if close else None
         hints.append(f"`{name}` (did you mean `{meant}`?)" if meant else f"`{name}`")
     noun = "argument" if len(unknown) == 1 else "arguments"
-    raise ToolError(
-        f"{tool} has no {noun} {', '.join(hints)}. Fix: call it again with only "
-        f"{', '.join(f'`{name}`' for name in known)}."
-    )
+    only = f"with only {', '.join(f'`{name}`' for name in known)}" if known else "without arguments"
+    raise ToolError(f"{tool} has no {noun} {', '.join(hints)}. Fix: call it again {only}.")
+
+
+def _refuse_booleans(tool: str, properties: dict[str, Any], arguments: dict[str, Any]) -> None:
+    for name, value in arguments.items():
+        if isinstance(value, bool) and "boolean" not in _types(properties[name]):
+            expected = _expected(properties[name]) or "another value"
+            raise ToolError(
+                f"`{name}` must be {expected}, not {_shown(value).lower()}. Fix: call {tool} "
+                f"again with `{name}` {expected}."
+            )
+
+
+def _types(prop: dict[str, Any]) -> set[str]:
+    """The JSON types a property's schema takes."""
+    options = prop.get("anyOf", [prop])
+    return {str(option.get("type")) for option in options}
 
 
 def readable_error(tool: str, schema: dict[str, Any], exc: ValidationError) -> str:
@@ -85,7 +107,12 @@ def readable_error(tool: str, schema: dict[str, Any], exc: ValidationError) -> s
             problems.append(f"`{name}` is required")
             continue
         message = str(error["msg"])
-        if message.startswith("Input should be "):
+        expected = _expected(properties.get(name, {}))
+        if expected and str(error["type"]).endswith(_WRONG_TYPE):
+            # pydantic's words for a wrong type ("unable to parse string as an integer")
+            # say how it failed, not what to pass.
+            message = f"must be {expected}"
+        elif message.startswith("Input should be "):
             message = "must be " + message.removeprefix("Input should be ")
         elif message.startswith("Value error, "):
             message = message.removeprefix("Value error, ")

@@ -17,6 +17,12 @@ from apus.search.vector_leg import coverage_sentence
 
 # Below this a snippet no longer says what the passage is about: drop a passage instead.
 MIN_SNIPPET = 40
+# A snippet's width in an answer, in display columns: the median 10-hit answer (text and
+# structured content as sent) was 8.3 KB on English tldr queries, 10.9 KB on Chinese,
+# Japanese and Korean ones and 9.5 KB on LoCoMo questions at 240 characters; at 150 columns
+# (with the lines left to the citation) each is within 6 KB, the length of a search result
+# line elsewhere (tests/support/mcp_wire.py --vault ... --queries ...).
+SNIPPET_COLUMNS = 150
 # The smallest budget an answer fits in: the header and one short passage.
 MIN_MAX_CHARS = 300
 
@@ -106,13 +112,20 @@ def _trimmed(
     dropped = len(answer.results) - len(results)
     shortened = [_cut(p, cut) for p in results]
     changed = sum(1 for a, b in zip(results, shortened, strict=True) if a.snippet != b.snippet)
-    said = [f"maxChars {max_chars}:"]
+    said = []
     if changed:
-        said.append(f"{changed} snippets cut to {cut} characters")
+        said.append(f"{changed} {_plural(changed, 'snippet')} cut to {cut} characters")
     if dropped:
-        said.append(f"{dropped} lower passages left out (ask for fewer, or a larger maxChars)")
-    notices = [*(answer.notices or ()), " ".join(said)]
+        said.append(
+            f"{dropped} lower {_plural(dropped, 'passage')} left out (ask for fewer, or a "
+            "larger maxChars)"
+        )
+    notices = [*(answer.notices or ()), f"maxChars {max_chars}: " + "; ".join(said)]
     return answer.model_copy(update={"results": shortened, "notices": notices})
+
+
+def _plural(count: int, noun: str) -> str:
+    return noun if count == 1 else noun + "s"
 
 
 def _cut(passage: Passage, cut: int) -> Passage:

@@ -5,7 +5,9 @@ the session as an exception, which answers nothing: invalid JSON, `{}` and a req
 100k brackets deep (parsed recursively, never answered) leave the client waiting forever.
 JSON-RPC 2.0 says such lines get an error reply: -32700 (parse error) for text that is not
 JSON, -32600 (invalid request) for JSON that is not a request. This module decides that;
-`apus.agents.stdio` writes the reply or passes the line on.
+`apus.agents.stdio` writes the reply or passes the line on. A line is checked with the parser
+the SDK itself uses (pydantic's), not only Python's: `json.loads` takes a lone surrogate
+(`"\\ud800"`) that pydantic refuses, and such a request went unanswered.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types
+from pydantic import ValidationError
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -99,12 +102,18 @@ def screen(line: str) -> Forward | Reply | None:
     if data.get("jsonrpc") != "2.0":
         return _error(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', request_id)
     try:
-        mcp_types.jsonrpc_message_adapter.validate_python(data, by_name=False)
-    except ValueError as exc:  # pydantic's ValidationError
-        first = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":  # JSON to Python, not to the SDK: a lone surrogate
+            return _error(
+                PARSE_ERROR,
+                f"Parse error: {first['msg']}; send text as valid UTF-8 (no lone surrogates)",
+                request_id,
+            )
         return _error(
             INVALID_REQUEST,
-            f"Invalid Request: not a JSON-RPC request, notification or response ({first})",
+            f"Invalid Request: not a JSON-RPC request, notification or response ({first['msg']})",
             request_id,
         )
     is_request = "method" in data and "id" in data

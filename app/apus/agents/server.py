@@ -1,4 +1,5 @@
-"""`apus mcp`: one vault's memory as a stdio Model Context Protocol server.
+"""`apus mcp`: one vault's memory as a Model Context Protocol server, on stdio or, for many
+clients at once, on Streamable HTTP (`apus.agents.http_server`).
 
 While it runs, the index follows the vault (the watcher and debounced syncs in the
 background; searches serve meanwhile), the embedding model stays loaded, and the managed
@@ -11,8 +12,10 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -22,11 +25,15 @@ from mcp_types import ToolAnnotations
 from apus import __version__, paths
 from apus.agents.arguments import CheckedTool, publish_defaults
 from apus.agents.stdio import run_stdio
+from apus.agents.tool_errors import AnsweringServer
 from apus.agents.tools import AgentTools
 from apus.config import SettingsSource
-from apus.index.status import IndexStatus
+from apus.index.status import EmbeddingsState, IndexStatus
 from apus.memory import Memory
 from apus.search.time_words import today, window_in_query
+
+if TYPE_CHECKING:
+    from apus.agents.http_server import Binding
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +69,7 @@ def build_server(memory: Memory) -> MCPServer:
         finally:
             await anyio.to_thread.run_sync(memory.close)
 
-    return MCPServer(
+    return AnsweringServer(
         "apus",
         title="Apus memory",
         version=__version__,
@@ -126,31 +133,47 @@ def instructions(
 ) -> str:
     """What a client shows the model: what the vault holds and which tool does what.
 
-    `keyword` is whether keyword search covers every stored note, and why not: only what
-    holds while the text is read goes here (a first index grows its keyword index batch by
-    batch, so search by words works over the notes read so far from its first seconds)."""
+    Made as the server starts its first sync: it says what will happen from here (the notes
+    read, words searchable as they are, meaning as passages are embedded), not a state that
+    changes seconds later; `memory_status` and each answer's `indexing` tell how far."""
     embeddings = status.embeddings
-    ready, why = keyword
-    words = (
-        "search by exact words works" if ready else f"search by exact words is catching up ({why})"
-    )
-    meaning = (
-        "search by meaning and by exact words is ready"
-        if embeddings.state == "ready" and ready
-        else f"{words}; search by meaning is {embeddings.state}"
-        + (f" ({embeddings.reason})" if embeddings.reason and embeddings.state != "ready" else "")
-    )
-    held = (
-        f"{status.files} notes in {status.chunks} passages"
-        if status.indexed
-        else "nothing indexed yet: the notes are being read now, and search by exact words "
-        "covers those read so far (every answer says how far; memory_status tells)"
-    )
+    ready, _why = keyword
     if not status.indexed:
-        meaning = f"search by meaning is {embeddings.state}"
+        held = (
+            "nothing indexed yet: the notes are being read now, and search by exact words "
+            "covers those read so far (every answer says how far; memory_status tells)"
+        )
+    elif ready:
+        held = f"{status.files} notes in {status.chunks} passages; search by exact words works"
+    else:
+        held = (
+            f"{status.files} notes in {status.chunks} passages; search by exact words covers "
+            "those while this server brings the index up to date"
+        )
+    return _instructions_text(status, f"{held}; {_meaning(embeddings)}", writable)
+
+
+def _meaning(embeddings: EmbeddingsState) -> str:
+    """Search by meaning in words that hold from the server's start on."""
+    state = embeddings.state
+    if state == "ready":
+        return "search by meaning works"
+    if state in ("embedding", "rebuilding") or (
+        state == "keyword-only" and embeddings.identity is not None
+    ):
+        # The provider works and vectors are missing: this server's sync embeds them.
+        return (
+            "search by meaning starts as passages are embedded, which this server does after "
+            "reading the notes (memory_status tells how far); until then words find them"
+        )
+    reason = f" ({embeddings.reason})" if embeddings.reason else ""
+    return f"search by meaning is {state}{reason}"
+
+
+def _instructions_text(status: IndexStatus, state: str, writable: bool) -> str:
     return (
         f"Apus is the user's long-term memory: the Markdown notes of {status.vault} "
-        f"({held}; {meaning}).\n"
+        f"({state}).\n"
         "- memory_search: find passages by meaning and exact words (names, IDs, error "
         "strings). Filter by path prefixes, dates (since/until: YYYY-MM-DD or words such as "
         "'last week', '7d'; a time in the query itself, 'what did I decide last week', is "
@@ -192,6 +215,35 @@ def serve(source: SettingsSource) -> None:
     # The SDK's stdio transport behind a screening reader (apus.agents.stdio): malformed
     # lines get JSON-RPC errors and replies still owed at EOF are written before exiting.
     anyio.run(run_stdio, build_server(memory))
+
+
+def serve_http(
+    source: SettingsSource, binding: Binding, *, on_ready: Callable[[str], None]
+) -> None:
+    """Run the server on Streamable HTTP at `binding` until SIGTERM or SIGINT; `on_ready`
+    hears the URL once requests are served. A bind other machines can reach needs the
+    bearer token (made by `apus mcp --token`): without one nothing starts."""
+    from apus.agents import http_server
+    from apus.agents.http_token import read_token
+
+    token = None if binding.loopback else read_token()
+    sock = http_server.listen(binding.host, binding.port)
+    binding = replace(binding, port=sock.getsockname()[1])  # port 0: the one picked
+    _log_to_file_and_stderr()
+    memory = Memory(source)
+    security = binding.security()
+    app = build_server(memory).streamable_http_app(
+        streamable_http_path=http_server.ENDPOINT,
+        json_response=True,
+        max_request_body_size=http_server.MAX_BODY_BYTES,
+        session_idle_timeout=http_server.SESSION_IDLE_S,
+        max_sessions=http_server.MAX_SESSIONS,
+        transport_security=security,
+        host=binding.host,
+    )
+    guard = http_server.Guard(app, security, token=token, on_ready=lambda: on_ready(binding.url))
+    log.info("serving %s at %s", memory.vault, binding.url)
+    http_server.run(guard, sock)
 
 
 def _warm_up(memory: Memory) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -32,8 +32,9 @@ from apus.agents.answers import (
     TranscriptMatchAnswer,
     WriteAnswer,
 )
-from apus.agents.compact import MIN_MAX_CHARS, fit, render_text, structured
+from apus.agents.compact import MIN_MAX_CHARS, SNIPPET_COLUMNS, fit, render_text, structured
 from apus.agents.indexing import IndexingWatch
+from apus.agents.tool_errors import CRASH_FIX, one_form
 from apus.embed.base import redact
 from apus.errors import ApusError, ProviderUnavailableError
 from apus.index.note_filter import (
@@ -48,16 +49,14 @@ from apus.memory.hit_json import hit_json
 from apus.memory.writer import Entry, Target
 from apus.search.engine import SearchHit, SearchResponse
 from apus.search.options import SearchOptions
-from apus.search.per_note import DEFAULT_PER_NOTE, limit_per_note
-from apus.search.query import ParsedQuery
+from apus.search.per_note import DEFAULT_PER_NOTE
 from apus.search.ranking import readable_score
-from apus.search.time_words import ACCEPTED, TimeWordsError, bound
+from apus.search.snippet import Snippet, within_columns
+from apus.search.time_words import TimeWordsError, bound
 from apus.vault.transcripts import session_key_of
 
 # The most passages one answer holds (maxResults above it is clamped, and said so).
 MAX_RESULTS = 200
-# Passages fetched to fill an answer after perNote: enough for the cap at the default.
-OVERFETCH_CAP = 600
 
 Corpus = Literal["memory", "sessions", "all"]
 AgentArg = Annotated[
@@ -140,28 +139,32 @@ class AgentTools:
         note with memory_get. Filters narrow the search before ranking. With corpus
         "sessions" or "all", indexed agent transcripts the asker may see are searched too
         (their hits have source "sessions"; read them with sessions_history)."""
-        window, words = _time_window(query, since, until, self.today())
+        given = _given_window(since, until, self.today())
         filters = NoteFilter(
             path_prefixes=tuple(normalise_prefix(p) for p in paths or ()),
-            since=None if window is None else window.since,
-            until=None if window is None else window.until,
+            since=None if given is None else given.since,
+            until=None if given is None else given.until,
             tags=tuple(tags or ()),
             sources=CORPUS_SOURCES[corpus],
             scope=SessionScope(asker=Asker(agent, session)),
         )
         limit, notices = _clamped(maxResults, self.memory.settings.search.query.max_results)
-        # Asked for more than shown: passages of a note past its first `perNote` give way.
-        fetch = min(limit * (1 + perNote), OVERFETCH_CAP)
-        options = SearchOptions(limit=fetch, min_score=minScore, filters=filters)
+        options = SearchOptions(
+            limit=limit, min_score=minScore, filters=filters, per_note=perNote, time_words=True
+        )
         try:
-            response = self._search_in_window(words, options, window, notices)
+            response = self.memory.search(query, options)
         except ProviderUnavailableError as exc:
             return _search_reply(_unavailable(exc), maxChars)
         except ApusError as exc:
             raise _tool_error(exc) from exc
-        hits = limit_per_note(response.hits, perNote)[:limit]
-        weak = self.memory.weak(hits)
-        answer = self._answer(replace(response, hits=hits), weak)
+        keyword = response.legs.get("keyword")
+        if keyword is not None and keyword.ran and keyword.fix:
+            notices.append(f"{keyword.reason} (fix: {keyword.fix})")
+        window = given or _read_window(response)
+        if response.widened and window is not None:
+            notices.append(f"nothing dated {window.describe()}; these are from any date")
+        answer = self._answer(response)
         answer.timeWindow = None if window is None else window.answer()
         rerank = response.legs.get("rerank")
         if rerank is not None and not rerank.ran:
@@ -169,19 +172,6 @@ class AgentTools:
             notices.append(f"reranking did not run (the fused order stands): {rerank.reason}.{fix}")
         answer.notices = notices or None
         return _search_reply(answer, maxChars)
-
-    def _search_in_window(
-        self,
-        words: ParsedQuery,
-        options: SearchOptions,
-        window: _Window | None,
-        notices: list[str],
-    ) -> SearchResponse:
-        guessed = window is not None and window.source == "query"
-        response, widened = self.memory.search_dated(words, options, guessed=guessed)
-        if widened and window is not None:
-            notices.append(f"nothing dated {window.describe()}; these are from any date")
-        return response
 
     def memory_get(
         self,
@@ -215,6 +205,7 @@ class AgentTools:
             text=window.text,
             from_=window.start,
             lines=window.lines,
+            totalLines=window.total_lines,
             truncated=window.truncated,
             nextFrom=window.next_start,
         )
@@ -251,7 +242,10 @@ class AgentTools:
     ) -> Annotated[CallToolResult, RecallAnswer]:
         """Entries of MEMORY.md and USER.md whose trigger phrases strongly match a message
         (at most 3; usually none). Cheap: at most one query embedding."""
-        entries = self.memory.recall(message)
+        try:
+            entries = self.memory.recall(message)
+        except ApusError as exc:
+            raise _tool_error(exc) from exc
         answer = RecallAnswer(
             entries=[
                 RecallTrigger(
@@ -314,12 +308,10 @@ class AgentTools:
             citation=place.citation,
             created=place.created,
             indexed=written.indexed,
+            notices=list(written.notices) or None,
         )
-        text_form = f"Written to {place.citation}" + (
-            "; searchable now."
-            if written.indexed
-            else "; it will be searchable after the sync another process is running."
-        )
+        text_form = f"Written to {place.citation}; {written.searchable}"
+        text_form += "".join(f"\nNote: {notice}." for notice in written.notices)
         return _reply(answer, text=text_form)
 
     def now(self) -> dt.datetime:
@@ -336,8 +328,17 @@ class AgentTools:
         status["watching"] = self.memory.watch_live
         # Files in the store are not yet files keyword search finds: say both.
         ready, reason = self.memory.searcher().keyword_ready()
-        status["keywordIndex"] = {"ready": ready, **({"reason": reason} if reason else {})}
         indexing = self.indexing.current()
+        if self.indexing.building():
+            # Not a command to run: this server is building it now, and says how far.
+            ready, reason = (
+                False,
+                "being built by this server"
+                + (f" ({indexing.describe()})" if indexing is not None else ""),
+            )
+            status["keyword"] = reason
+            _embedded_later(status["embeddings"])
+        status["keywordIndex"] = {"ready": ready, **({"reason": reason} if reason else {})}
         if indexing is not None:
             status["indexing"] = indexing.model_dump(exclude_none=True)
         return status
@@ -411,7 +412,7 @@ class AgentTools:
 
     # -- shaping ----------------------------------------------------------------------------
 
-    def _answer(self, response: SearchResponse, weak: frozenset[int] = frozenset()) -> SearchAnswer:
+    def _answer(self, response: SearchResponse) -> SearchAnswer:
         memory = self.memory
         vector = response.legs.get("vector")
         provider = memory.provider
@@ -430,9 +431,7 @@ class AgentTools:
             }
         return SearchAnswer(
             indexing=self.indexing.current(),
-            results=[
-                _passage(hit, hit.chunk_id in weak, response.coverage) for hit in response.hits
-            ],
+            results=[_passage(hit, response.coverage) for hit in response.hits],
             provider=memory.settings.search.provider,
             model=_model_name(memory),
             mode=response.ran,
@@ -442,12 +441,27 @@ class AgentTools:
         )
 
 
-def _passage(hit: SearchHit, weak: bool, coverage: float | None) -> Passage:
+def _passage(hit: SearchHit, coverage: float | None) -> Passage:
+    fields = hit_json(hit, case="camel", coverage=coverage)
+    # The citation holds the lines; an answer is read by a model, and every byte is its.
+    del fields["startLine"], fields["endLine"]
+    fields["snippet"] = within_columns(Snippet(hit.snippet, hit.highlights), SNIPPET_COLUMNS).text
     return Passage(
-        **hit_json(hit, case="camel", coverage=coverage),
+        **fields,
         relevance=readable_score(hit.explain.merged),
-        weak=True if weak else None,
+        weak=True if hit.weak else None,
     )
+
+
+def _embedded_later(embeddings: dict[str, Any]) -> None:
+    """While this server builds the index, vectors a provider can make are not missing for
+    the user to fix: they are made once the notes are read."""
+    if embeddings.get("state") == "keyword-only" and "identity" in embeddings:
+        embeddings["reason"] = (
+            "this server embeds the passages once the notes are read; search by meaning "
+            "starts with the first ones"
+        )
+        embeddings.pop("fix", None)
 
 
 def _model_name(memory: Memory) -> str | None:
@@ -486,28 +500,24 @@ class _Window:
         return self.answer().describe()
 
 
-def _time_window(
-    query: str, since: str | None, until: str | None, today: dt.date
-) -> tuple[_Window | None, ParsedQuery]:
-    """The dates to hold the search to, and the words to search for, read once. Explicit
-    since/until win; without them a time expression in the query is read and taken out of
-    it."""
+def _given_window(since: str | None, until: str | None, today: dt.date) -> _Window | None:
+    """The dates `since`/`until` name (the session checks that they leave a day between
+    them; without them it reads a time in the query itself)."""
     given = {name: text for name, text in (("since", since), ("until", until)) if text}
-    if given:
-        first = _bound(since, "since", today, end=False)
-        last = _bound(until, "until", today, end=True)
-        if first is not None and last is not None and first > last:
-            raise ToolError(
-                f"`since` ({first}) is after `until` ({last}): no day is in both. "
-                "Fix: swap them, or leave one out."
-            )
-        text = " ".join(f"{name}={value}" for name, value in given.items())
-        return _Window(first, last, text, "arguments"), ParsedQuery.parse(query)
-    words = ParsedQuery.dated(query, today=today)
-    window = words.window
+    if not given:
+        return None
+    first = _bound(since, "since", today, end=False)
+    last = _bound(until, "until", today, end=True)
+    text = " ".join(f"{name}={value}" for name, value in given.items())
+    return _Window(first, last, text, "arguments")
+
+
+def _read_window(response: SearchResponse) -> _Window | None:
+    """The dates the session read from the query's own words, if any."""
+    window = response.time_window
     if window is None:
-        return None, words
-    return _Window(window.since, window.until, window.text, "query"), words
+        return None
+    return _Window(window.since, window.until, window.text, "query")
 
 
 def _bound(text: str | None, name: str, today: dt.date, *, end: bool) -> dt.date | None:
@@ -515,10 +525,8 @@ def _bound(text: str | None, name: str, today: dt.date, *, end: bool) -> dt.date
         return None
     try:
         return bound(text, today=today, end=end)
-    except TimeWordsError:
-        raise ToolError(
-            f"`{name}` names no date: {text!r}. Fix: write it as one of {ACCEPTED}."
-        ) from None
+    except TimeWordsError as exc:
+        raise ToolError(one_form(f"`{name}` {exc.what}: {text!r}", exc.fix)) from None
 
 
 def _clamped(asked: int | None, default: int) -> tuple[int, list[str]]:
@@ -541,7 +549,7 @@ def _search_reply(answer: SearchAnswer, max_chars: int | None) -> CallToolResult
 
 
 def _tool_error(exc: ApusError) -> ToolError:
-    return ToolError(f"{exc.reason} Fix: {exc.fix}" if exc.fix else exc.reason)
+    return ToolError(one_form(exc.reason, exc.fix or CRASH_FIX))
 
 
 def _reply(answer: BaseModel, *, text: str | None = None) -> CallToolResult:

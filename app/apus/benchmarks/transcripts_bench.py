@@ -1,12 +1,16 @@
 """`apus bench sessions`: transcript indexing throughput, the cost of an append, and exact
-search latency, on generated transcripts (keyword only: no embeddings are made)."""
+search latency, on generated transcripts (keyword only: no embeddings are made), in the
+layout and line format of configured roots or of Claude Code's or Codex's own folders."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +29,15 @@ _WORDS_PER_MESSAGE = (8, 80)
 _APPEND_REPEATS = 15
 
 
+# The folder under the scratch one each client's transcripts are written to, and the variable
+# that points the client's discovery at it.
+CLIENT_FOLDERS = {"paths": "agents", "claude-code": "claude", "codex": "codex"}
+_CLIENT_HOME = {"claude-code": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
+
+
 @dataclass(frozen=True)
 class SessionsBenchResult:
+    client: str
     sessions: int
     messages: int
     chunks: int
@@ -81,54 +92,128 @@ class _Talk:
         return " ".join(self.rng.choices(self.words, self.weights, k=count))
 
 
-def _message(number: int, role: str, text: str, minute: int) -> str:
-    event = {
-        "type": "message",
-        "id": f"m{number}",
-        "parentId": f"m{number - 1}" if number else None,
-        "timestamp": f"2026-11-{1 + minute // 1440 % 28:02d}T{minute // 60 % 24:02d}:"
-        f"{minute % 60:02d}:00Z",
-        "message": {"role": role, "content": [{"type": "text", "text": text}]},
-    }
+def _timestamp(minute: int) -> str:
+    return f"2026-11-{1 + minute // 1440 % 28:02d}T{minute // 60 % 24:02d}:{minute % 60:02d}:00Z"
+
+
+def _message(client: str, session: str, number: int, role: str, text: str, minute: int) -> str:
+    """Message `number` of a session, as the client writes it."""
+    when = _timestamp(minute)
+    if client == "claude-code":
+        content: object = text if role == "user" else [{"type": "text", "text": text}]
+        event: dict[str, object] = {
+            "parentUuid": f"{session}-m{number - 1}" if number else None,
+            "isSidechain": False,
+            "type": role,
+            "message": {"role": role, "content": content},
+            "uuid": f"{session}-m{number}",
+            "timestamp": when,
+            "userType": "external",
+            "cwd": "/home/bench/project",
+            "sessionId": session,
+            "version": "2.1.197",
+        }
+    elif client == "codex":
+        kind = "input_text" if role == "user" else "output_text"
+        event = {
+            "timestamp": when,
+            "type": "response_item",
+            "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]},
+        }
+    else:
+        event = {
+            "type": "message",
+            "id": f"m{number}",
+            "parentId": f"m{number - 1}" if number else None,
+            "timestamp": when,
+            "message": {"role": role, "content": [{"type": "text", "text": text}]},
+        }
     return json.dumps(event) + "\n"
 
 
-def generate(root: Path, sessions: int, messages: int, seed: int = 7) -> int:
-    """Write `sessions` transcripts of `messages` messages under `root`; returns messages."""
+def _session_path(client: str, root: Path, index: int) -> tuple[Path, str]:
+    """Where session `index` is written in the client's layout, and its id."""
+    if client == "claude-code":
+        session = f"00000000-0000-4000-8000-{index:012d}"
+        return root / "projects" / f"-bench-project{index % _AGENTS}" / f"{session}.jsonl", session
+    if client == "codex":
+        session = f"00000000-0000-7000-8000-{index:012d}"
+        name = f"rollout-2026-11-01T00-00-00-{session}.jsonl"
+        return root / "sessions" / "2026" / "11" / f"{1 + index % 28:02d}" / name, session
+    return root / f"agent{index % _AGENTS}" / "sessions" / f"s{index:05d}.jsonl", f"s{index:05d}"
+
+
+def _header(client: str, session: str) -> str:
+    if client == "claude-code":
+        return ""  # its sessions have no header line
+    if client == "codex":
+        meta = {"id": session, "timestamp": "2026-11-01T00:00:00Z", "cwd": "/home/bench/project"}
+        event: dict[str, object] = {
+            "timestamp": "2026-11-01T00:00:00Z",
+            "type": "session_meta",
+            "payload": meta,
+        }
+    else:
+        event = {"type": "session", "id": session, "timestamp": "2026-11-01T00:00:00Z"}
+    return json.dumps(event) + "\n"
+
+
+def generate(root: Path, sessions: int, messages: int, seed: int = 7, client: str = "paths") -> int:
+    """Write `sessions` transcripts of `messages` messages under `root`, in the layout and
+    format of `client`; returns messages."""
     talk = _Talk(seed)
     for index in range(sessions):
-        agent = f"agent{index % _AGENTS}"
-        path = root / agent / "sessions" / f"s{index:05d}.jsonl"
+        path, session = _session_path(client, root, index)
         path.parent.mkdir(parents=True, exist_ok=True)
-        header = {"type": "session", "id": f"s{index:05d}", "timestamp": "2026-11-01T00:00:00Z"}
-        body = [json.dumps(header) + "\n"]
+        body = [_header(client, session)]
         for number in range(messages):
             role = "user" if number % 2 == 0 else "assistant"
-            body.append(_message(number, role, talk.text(), index * 7 + number))
+            body.append(_message(client, session, number, role, talk.text(), index * 7 + number))
         path.write_text("".join(body), encoding="utf-8")
     return sessions * messages
 
 
-def _append_exchange(path: Path, talk: _Talk) -> None:
+def _append_exchange(client: str, path: Path, talk: _Talk) -> None:
     with open(path, encoding="utf-8") as handle:
-        count = sum(1 for _ in handle) - 1
+        count = sum(1 for _ in handle) - (0 if client == "claude-code" else 1)
+    session = path.stem.removeprefix("rollout-2026-11-01T00-00-00-")
     with open(path, "a", encoding="utf-8") as handle:
-        handle.write(_message(count, "user", talk.text(), count))
-        handle.write(_message(count + 1, "assistant", talk.text(), count + 1))
+        handle.write(_message(client, session, count, "user", talk.text(), count))
+        handle.write(_message(client, session, count + 1, "assistant", talk.text(), count + 1))
 
 
-def _settings(vault: Path, agents: Path, index_dir: Path) -> Settings:
+def _settings(vault: Path, client: str, transcripts: Path, index_dir: Path) -> Settings:
     environ = {
         "APUS_MEMORY__SEARCH__PROVIDER": "none",
         "APUS_MEMORY__SEARCH__EXPERIMENTAL__SESSIONMEMORY": "true",
         "APUS_MEMORY__SEARCH__SOURCES": '["memory", "sessions"]',
     }
+    # Only the generated transcripts: never the machine's own clients' sessions.
     overrides = {
         "vault": str(vault),
-        "memory.search.sessions.paths": [str(agents)],
+        "memory.search.sessions.paths": [str(transcripts)] if client == "paths" else [],
+        "memory.search.sessions.clients": [] if client == "paths" else [client],
         "memory.search.store.path": str(index_dir),
     }
     return load_settings(environ=environ, overrides=overrides)
+
+
+@contextmanager
+def _client_home(client: str, folder: Path) -> Iterator[None]:
+    """The client's folder variable pointed at the generated transcripts meanwhile."""
+    name = _CLIENT_HOME.get(client)
+    if name is None:
+        yield
+        return
+    before = os.environ.get(name)
+    os.environ[name] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
 
 
 def _queries(talk: _Talk, count: int) -> list[str]:
@@ -142,13 +227,35 @@ def _queries(talk: _Talk, count: int) -> list[str]:
 
 
 def run_sessions_bench(
-    scratch: Path, *, sessions: int, messages: int, queries: int, append_many: int
+    scratch: Path,
+    *,
+    sessions: int,
+    messages: int,
+    queries: int,
+    append_many: int,
+    client: str = "paths",
 ) -> SessionsBenchResult:
-    agents, vault = scratch / "agents", scratch / "vault"
+    transcripts, vault = scratch / CLIENT_FOLDERS[client], scratch / "vault"
     vault.mkdir(parents=True, exist_ok=True)
     (vault / "README.md").write_text("# Bench\n\nNotes are not what is measured here.\n")
-    total = generate(agents, sessions, messages)
-    settings = _settings(vault, agents, scratch / "index")
+    total = generate(transcripts, sessions, messages, client=client)
+    settings = _settings(vault, client, transcripts, scratch / "index")
+    with _client_home(client, transcripts):
+        return _measure(
+            settings, scratch, transcripts, client, sessions, total, queries, append_many
+        )
+
+
+def _measure(
+    settings: Settings,
+    scratch: Path,
+    transcripts: Path,
+    client: str,
+    sessions: int,
+    total: int,
+    queries: int,
+    append_many: int,
+) -> SessionsBenchResult:
     step = _step_seconds(settings, scratch / "step-only")
     with Memory(settings=settings) as memory:
         started = time.perf_counter()
@@ -161,15 +268,15 @@ def run_sessions_bench(
         memory.sync()
         resync = time.perf_counter() - started
         talk = _Talk(seed=11)
-        paths = sorted(agents.glob("*/sessions/*.jsonl"))
+        paths = sorted(transcripts.rglob("*.jsonl"))
         one: list[float] = []
         for repeat in range(_APPEND_REPEATS):
-            _append_exchange(paths[repeat * 37 % len(paths)], talk)
+            _append_exchange(client, paths[repeat * 37 % len(paths)], talk)
             started = time.perf_counter()
             memory.sync()
             one.append((time.perf_counter() - started) * 1000)
         for path in paths[:append_many]:
-            _append_exchange(path, talk)
+            _append_exchange(client, path, talk)
         started = time.perf_counter()
         memory.sync()
         many = time.perf_counter() - started
@@ -180,6 +287,7 @@ def run_sessions_bench(
             timings.append((time.perf_counter() - started) * 1000)
         status = memory.status().sessions.summary
     return SessionsBenchResult(
+        client=client,
         sessions=sessions,
         messages=total,
         chunks=status.chunks,
@@ -197,7 +305,8 @@ def run_sessions_bench(
 
 def summary_lines(r: SessionsBenchResult) -> list[str]:
     return [
-        f"transcripts           {r.sessions} ({r.messages} messages, {r.chunks} chunks)",
+        f"transcripts           {r.sessions} ({r.messages} messages, {r.chunks} chunks; "
+        f"{r.client} format)",
         f"transcript step       {r.step_seconds:.2f} s  ({r.step_messages_per_s:.0f} messages/s: "
         "read, chunk, SQLite, FTS5)",
         f"cold index            {r.cold_seconds:.2f} s  ({r.messages_per_s:.0f} messages/s with "

@@ -23,6 +23,8 @@ _COMMANDS = {
     "mcp": "apus.cli.agents:mcp",
     "sessions": "apus.cli.sessions:sessions",
     "doctor": "apus.cli.doctor:doctor",
+    "connect": "apus.cli.connect:connect",
+    "hook": "apus.cli.hook:hook",
 }
 
 

@@ -77,13 +77,21 @@ def bench_index(corpus: Path, rounds: int) -> None:
     "--append-many", default=200, show_default=True, help="Transcripts grown by one sync."
 )
 @click.option(
+    "--client",
+    type=click.Choice(["paths", "claude-code", "codex"]),
+    default="paths",
+    show_default=True,
+    help="Write the transcripts as this source keeps them (memory.search.sessions.paths, or "
+    "that client's own folder).",
+)
+@click.option(
     "--scratch",
     type=click.Path(file_okay=False, path_type=Path),
     help="Write the generated transcripts and index here (default: a temporary folder).",
 )
 @guarded
 def bench_sessions(
-    count: int, messages: int, queries: int, append_many: int, scratch: Path | None
+    count: int, messages: int, queries: int, append_many: int, client: str, scratch: Path | None
 ) -> None:
     """Transcripts: cold index messages/s, append cost, `sessions search` p50/p95 (generated
     transcripts, keyword only)."""
@@ -98,6 +106,7 @@ def bench_sessions(
             messages=messages,
             queries=queries,
             append_many=append_many,
+            client=client,
         )
     for line in summary_lines(result):
         click.echo(line)
@@ -227,6 +236,117 @@ def search_table(r: SearchBenchResult) -> list[str]:
         )
     lines.append(f"peak RSS {r.peak_rss_mb:.0f} MB (this process, indexing included)")
     return lines
+
+
+@bench.command("hook")
+@click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
+@click.option(
+    "--entries", default=200, show_default=True, help="Trigger entries in MEMORY.md / USER.md."
+)
+@click.option("--runs", default=50, show_default=True, help="Runs of each process.")
+@click.option(
+    "--scratch",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the vault, config and index here (default: a temporary folder).",
+)
+@guarded
+def bench_hook(corpus: Path, entries: int, runs: int, scratch: Path | None) -> None:
+    """`apus hook claude-code` as a whole process (trigger recall over MEMORY.md / USER.md,
+    the corpus beside them) and a one-shot `memory search --mode keyword`, alternating:
+    p50/p95 wall and CPU of each."""
+    from apus.benchmarks.hook_bench import hook_table, run_hook_bench
+
+    click.echo(f"Indexing {corpus} with {entries} trigger entries (keyword only)…", err=True)
+    with tempfile.TemporaryDirectory(prefix="apus-bench-") as temporary:
+        folder = scratch or Path(temporary)
+        result = run_hook_bench(corpus, folder, entries=entries, runs=runs)
+    for line in hook_table(result):
+        click.echo(line)
+
+
+@bench.command("serve")
+@click.option("--corpus", type=_CORPUS, required=True, help="A folder of Markdown files.")
+@click.option(
+    "--notes",
+    default=2000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="How many files of the corpus make the vault (the first by path; 0: all).",
+)
+@click.option(
+    "--clients", default=8, show_default=True, type=click.IntRange(2, 64), help="Clients at once."
+)
+@click.option(
+    "--writers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Of the clients, how many write entries (memory_write).",
+)
+@click.option("--searches", default=200, show_default=True, help="Searches a round.")
+@click.option("--writes", default=10, show_default=True, help="Entries written a round.")
+@click.option(
+    "--rounds", default=3, show_default=True, type=click.IntRange(1, 20), help="Rounds of each."
+)
+@click.option(
+    "--mode",
+    "modes",
+    multiple=True,
+    type=click.Choice(["keyword", "hybrid"]),
+    help="Server settings to measure (repeatable; default keyword, plus hybrid with --model).",
+)
+@click.option(
+    "--model",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A .gguf for hybrid search.",
+)
+@click.option(
+    "--scratch",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the vaults, indexes and logs here (default: a temporary folder).",
+)
+@guarded
+def bench_serve(
+    corpus: Path,
+    notes: int,
+    clients: int,
+    writers: int,
+    searches: int,
+    writes: int,
+    rounds: int,
+    modes: tuple[str, ...],
+    model: Path | None,
+    scratch: Path | None,
+) -> None:
+    """Many agents on one `apus mcp --http` against the same calls from one: throughput,
+    p50/p95/p99 per tool, errors and CPU, on a scratch copy of the corpus (searches, reads of
+    their hits and entries written, alternating rounds); then every entry written is checked
+    to be in its note exactly once and found by search."""
+    from apus.benchmarks.serve_bench import run_serve_bench, summary_lines
+
+    chosen = modes or (("keyword", "hybrid") if model else ("keyword",))
+    if "hybrid" in chosen and model is None:
+        raise click.BadParameter("hybrid needs --model M.gguf", param_hint="--mode")
+
+    def say(line: str) -> None:
+        click.echo(line, err=True)
+
+    with tempfile.TemporaryDirectory(prefix="apus-bench-") as temporary:
+        result = run_serve_bench(
+            corpus,
+            scratch or Path(temporary),
+            modes=[m for m in ("keyword", "hybrid") if m in chosen],
+            model=model,
+            notes=notes,
+            clients=clients,
+            writers=writers,
+            searches=searches,
+            writes=writes,
+            rounds=rounds,
+            say=say,
+        )
+    for line in summary_lines(result):
+        click.echo(line)
 
 
 @bench.command("vectors")

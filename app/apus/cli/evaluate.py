@@ -39,6 +39,13 @@ if TYPE_CHECKING:
     help="Folder of LoCoMo-layout conversations (conv-N.json): conversation memory.",
 )
 @click.option(
+    "--decisions",
+    "decisions_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder of Markdown documents (e.g. the tldr pages) to mix with 60 entries an agent "
+    "wrote: the agent's own word first.",
+)
+@click.option(
     "--conversations",
     default="",
     metavar="NAME[,NAME]",
@@ -100,6 +107,7 @@ def evaluate(
     beir_dir: Path | None,
     qrels: Path | None,
     locomo_dir: Path | None,
+    decisions_dir: Path | None,
     conversations: str,
     layout: str,
     today: str,
@@ -119,10 +127,27 @@ def evaluate(
     --beir: documents as notes; nDCG@10, Recall@100 and MRR@10. --locomo: each conversation
     its own memory (sessions as dated daily notes, or transcripts); evidence Recall@5/@10,
     Hit@5 per category, Recall@5 by the age of the evidence, and the turns the top 5 hold.
+    --decisions: the documents of DIR plus 60 decisions and preferences written as an agent
+    writes them, asked the way a user asks later; hit@1/@3/@10 of the entry.
     Vaults and embeddings are kept in the cache folder, so a second run only re-asks.
     """
-    if (beir_dir is None) == (locomo_dir is None):
-        raise click.UsageError("Give one of --beir DIR --qrels FILE, or --locomo DIR.")
+    if sum(d is not None for d in (beir_dir, locomo_dir, decisions_dir)) != 1:
+        raise click.UsageError(
+            "Give one of --beir DIR --qrels FILE, --locomo DIR or --decisions DIR."
+        )
+    if decisions_dir is not None:
+        from apus.cli.evaluate_decisions import run_decisions
+
+        run_decisions(
+            decisions_dir,
+            modes=modes,
+            model=model,
+            prefix_scheme=prefix_scheme,
+            settings_sets=settings_sets,
+            split=split,
+            as_json=as_json,
+        )
+        return
     if locomo_dir is not None:
         from apus.cli.evaluate_locomo import run_locomo
 

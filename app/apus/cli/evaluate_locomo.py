@@ -105,6 +105,8 @@ def _prepare(
             "memory.search.experimental.sessionMemory": True,
             "memory.search.sources": ["memory", "sessions"],
             "memory.search.sessions.paths": [str(root / "agents")],
+            # The conversations under evaluation only, not this machine's agents' own.
+            "memory.search.sessions.clients": [],
         }
         filters = NoteFilter(sources=("memory", "sessions"))
     else:

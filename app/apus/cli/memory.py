@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from apus.memory.writer import Target
     from apus.search.engine import SearchHit, SearchResponse
     from apus.search.options import Mode
-    from apus.search.query import ParsedQuery
 
 _OPENBLAS_THREADS = "OPENBLAS_NUM_THREADS"
 # `memory index` exit status when the notes were indexed but embeddings the settings ask for
@@ -183,6 +182,12 @@ def _safe_echo(text: str, fg: str | None = None) -> None:
     click.secho(terminal_safe(text), fg=fg)
 
 
+def _safe_echo_err(text: str) -> None:
+    from apus.terminal_text import terminal_safe
+
+    click.secho(terminal_safe(text), fg="yellow", err=True)
+
+
 class _Day(click.ParamType[dt.date]):
     """A day in the forms agents and people write (`2026-11-20`, `7d`, `last week`): the
     first day of what it names for --since, the last for --until."""
@@ -197,12 +202,12 @@ class _Day(click.ParamType[dt.date]):
     ) -> dt.date:
         if isinstance(value, dt.date):
             return value
-        from apus.search.time_words import ACCEPTED, TimeWordsError, bound, today
+        from apus.search.time_words import TimeWordsError, bound, today
 
         try:
             return bound(str(value), today=today(), end=self.end)
-        except TimeWordsError:
-            self.fail(f"{value!r} names no date; write one of {ACCEPTED}", param, ctx)
+        except TimeWordsError as exc:
+            self.fail(f"{value!r} {exc.what}; {exc.fix}", param, ctx)
 
 
 _SINCE = _Day(end=False)
@@ -335,41 +340,24 @@ def search(
     from apus.index.note_filter import CORPUS_SOURCES, Asker, SessionScope
     from apus.search.options import SearchOptions
 
-    words = _parsed(" ".join(query), dated=time_words and since is None and until is None)
-    window = words.window
     filters = replace(
-        _filters(
-            paths,
-            since if window is None else window.since,
-            until if window is None else window.until,
-            tags,
-        ),
+        _filters(paths, since, until, tags),
         sources=CORPUS_SOURCES[corpus],
         scope=SessionScope(asker=Asker(agent, session)),
     )
+    options = SearchOptions(
+        mode=mode,
+        limit=limit,
+        filters=filters,
+        per_note=per_note,
+        time_words=time_words,
+        rerank=rerank,
+    )
     with _open() as memory:
-        shown = limit or memory.settings.search.query.max_results
-        # With --per-note, more passages are asked for than shown: a note's extra ones
-        # give way to other notes.
-        fetch = shown if per_note is None else min(shown * (1 + per_note), 600)
-        options = SearchOptions(mode=mode, limit=fetch, filters=filters, rerank=rerank)
-        response, widened = memory.search_dated(words, options, guessed=window is not None)
+        response = memory.search(" ".join(query), options)
         reading = memory.reading()
-        if per_note is not None:
-            from apus.search.per_note import limit_per_note
-
-            response = replace(response, hits=limit_per_note(response.hits, per_note)[:shown])
-        weak = memory.weak(response.hits)
-    context = SearchContext(window, widened, reading, response.coverage)
-    _show(response, context, explain=explain, as_json=as_json, weak=weak)
-
-
-def _parsed(words: str, *, dated: bool) -> ParsedQuery:
-    """The query, read once; with `dated`, a time in it becomes the dates to search."""
-    from apus.search.query import ParsedQuery
-    from apus.search.time_words import today
-
-    return ParsedQuery.dated(words, today=today()) if dated else ParsedQuery.parse(words)
+    context = SearchContext(response.time_window, response.widened, reading, response.coverage)
+    _show(response, context, explain=explain, as_json=as_json)
 
 
 def _show(
@@ -378,7 +366,6 @@ def _show(
     *,
     explain: bool,
     as_json: bool,
-    weak: frozenset[int] = frozenset(),  # chunk ids of the weak hits
 ) -> None:
     """A search's (or `related`'s) hits; `context`: what a search says beside them."""
     if as_json:
@@ -389,7 +376,7 @@ def _show(
                 "legs": {name: asdict(leg) for name, leg in response.legs.items()},
                 **(context.as_json() if context is not None else {}),
                 "results": [
-                    {**_hit_json(hit, explain, response.coverage), "weak": hit.chunk_id in weak}
+                    {**_hit_json(hit, explain, response.coverage), "weak": hit.weak}
                     for hit in response.hits
                 ],
             }
@@ -399,7 +386,11 @@ def _show(
 
     for notice in context.notices() if context is not None else []:
         click.echo(notice, err=True)
-    print_hits(response, explain=explain, weak=weak)
+    for name, leg in response.legs.items():
+        if leg.ran and leg.fix:  # it answered, from an index it could not update
+            why = leg.reason.rstrip(".")
+            _safe_echo_err(f"{name.capitalize()} search answered, but {why}. Fix: {leg.fix}")
+    print_hits(response, explain=explain)
 
 
 @memory.command()
@@ -537,12 +528,15 @@ def add(
                 "citation": place.citation,
                 "created": place.created,
                 "indexed": written.indexed,
+                "notices": list(written.notices),
             }
         )
         return
     _safe_echo(f"Written to {place.citation}.")
     if not written.indexed:
-        _safe_echo("Another process is indexing; it indexes the entry too.", fg="yellow")
+        _safe_echo(f"Written, and {written.searchable}", fg="yellow")
+    for notice in written.notices:
+        click.secho(f"Note: {notice}.", fg="yellow", err=True)
 
 
 @memory.command()

@@ -32,11 +32,9 @@ def _score_text(score: float) -> str:
     return f"{score:.3f}" if score == 0 or abs(score) >= 0.001 else f"{score:.2e}"
 
 
-def print_hits(
-    response: SearchResponse, *, explain: bool = False, weak: frozenset[int] = frozenset()
-) -> None:
-    """The hits, best first; those whose chunk id is in `weak` are marked `weak`, those
-    search by meaning found while it covered only part of the vault `partial vectors`."""
+def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
+    """The hits, best first; weak ones are marked `weak`, those search by meaning found
+    while it covered only part of the vault `partial vectors`."""
     console = Console(highlight=False)
     for name, leg in response.legs.items():
         if not leg.ran and leg.reason and "not requested" not in leg.reason:
@@ -57,7 +55,7 @@ def print_hits(
         )
         if hit.title:
             header.append_text(_line((f"  {hit.title}", "bold")))
-        if hit.chunk_id in weak:
+        if hit.weak:
             header.append_text(_line(("  (weak)", "yellow")))
         if from_partial_vectors(hit, response.coverage):
             header.append_text(_line(("  (partial vectors)", "yellow")))
@@ -80,8 +78,10 @@ def print_hits(
             console.print(
                 f"    [dim]vector {vector}  keyword {text}  merged {e.merged:.3f}  {rerank}"
                 f"× recency {e.recency_weight:.3f} (decay {_score_text(e.recency)}) "
-                f"× importance {e.importance:.2f}  tier {e.tier}  "
-                f"mmr #{e.mmr_position or '-'}[/dim]"
+                f"× importance {e.importance:.2f} × curated {e.curated:.2f} "
+                f"× language {e.language:.2f} "
+                f"× diversity {e.diversity:.3f}  "
+                f"tier {e.tier}  mmr #{e.mmr_position or '-'}[/dim]"
             )
 
 
@@ -112,6 +112,9 @@ def print_status(report: IndexStatus) -> None:
         if report.store_set_aside is not None:
             moved = report.store_set_aside
             row("Repaired", f"a damaged database ({moved.reason}) was moved to {moved.moved_to}")
+    if outcome is not None and outcome.recovered is not None:
+        row("Crashes", outcome.recovered.sentence())
+        console.print(_line(f"  Fix: {outcome.recovered.fix}"))
     row("Provider", report.provider)
     print_embeddings(console, report.embeddings)
     _print_sessions(console, report)
@@ -144,6 +147,10 @@ def _print_sessions(console: Console, report: IndexStatus) -> None:
     state = "" if sessions.enabled else " (off: the next sync removes them)"
     line = f"{summary.files} transcripts, {summary.messages} messages{state}"
     console.print(_line(("Sessions  ", "bold"), " ", line))
+    for source in sessions.sources:
+        where = ", ".join(source.roots) or "no longer configured"
+        missing = "" if source.present or not source.roots else " (not there)"
+        console.print(_line(f"  {source.client}: {source.sessions} sessions from {where}{missing}"))
     for item in summary.skipped:
         counts = item.lines
         console.print(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+
+from apus.backoff import Backoff
 
 # 429 says "slow down"; 5xx says "our side failed, try again". Other 4xx will not get better.
 RETRY_STATUSES = frozenset({429, *range(500, 600)})
@@ -22,21 +23,24 @@ class Deadline:
         return max(0.0, self.started + self.seconds - time.monotonic())
 
 
+# A service that failed is asked again after about 1 s, then 2, 4... up to 30 s (jittered:
+# clients that failed together do not come back together).
+SERVICE_RETRY = Backoff(first=1.0, longest=30.0, jitter=True)
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff with jitter, unless the service said how long to wait."""
+    """How often a call to a service is tried again, and after how long: the backoff's
+    delay, unless the service said how long to wait."""
 
     retries: int = 3
-    first_delay: float = 1.0
-    max_delay: float = 30.0
+    backoff: Backoff = SERVICE_RETRY
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number `attempt + 1` (attempt counts from 0)."""
         if retry_after is not None:
             return retry_after
-        backoff = min(self.max_delay, self.first_delay * 2.0**attempt)
-        # Jitter spreads out clients that failed together so they do not retry together.
-        return backoff * random.uniform(0.75, 1.0)
+        return self.backoff.delay(attempt + 1)
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:

@@ -30,7 +30,7 @@ from whoosh.system import pack_int, pack_long, pack_ushort
 from whoosh.util.numeric import length_to_byte
 from whoosh.writing import SegmentWriter
 
-from apus.index.keyword import TermCounts
+from apus.index.keyword_schema import TermCounts
 
 # Whoosh 3's defaults (`W3Codec`): postings per block and zlib level of a block.
 _BLOCK = 128

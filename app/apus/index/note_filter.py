@@ -26,6 +26,15 @@ CORPUS_SOURCES: dict[str, tuple[Source, ...]] = {
 }
 
 
+# Path prefixes or tags one search takes. SQLite nests each into the query's expression tree,
+# whose depth it caps at 1,000: 995 tags alone, or 497 of each at once, measured on a search.
+MAX_FILTER_VALUES = 250
+
+
+class FilterError(ApusError):
+    """A filter that cannot be searched with (more values than a search takes)."""
+
+
 class VisibilityError(ApusError):
     """Transcripts were asked for under a visibility that needs to know who is asking."""
 
@@ -114,6 +123,15 @@ class NoteFilter:
     sources: tuple[Source, ...] = ("memory",)  # none: nothing is admitted
     exclude_paths: tuple[str, ...] = ()
     scope: SessionScope = field(default_factory=SessionScope)  # transcripts the asker sees
+
+    def __post_init__(self) -> None:
+        for name, values in (("path prefixes", self.path_prefixes), ("tags", self.tags)):
+            if len(values) > MAX_FILTER_VALUES:
+                raise FilterError(
+                    f"{len(values):,} {name} were given; one search takes at most "
+                    f"{MAX_FILTER_VALUES}.",
+                    fix=f"pass the {name} that matter (at most {MAX_FILTER_VALUES}), or none",
+                )
 
     @property
     def narrows(self) -> bool:

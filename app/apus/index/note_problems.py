@@ -10,6 +10,7 @@ note is fixed: a note indexed with a problem is not read again until it changes.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -23,6 +24,24 @@ FRONTMATTER_FIX = (
 NOTE_FIX = (
     "check the note for what the reason names (or move it out of the vault); the rest of "
     "the vault is indexed, and the note is tried again when it changes"
+)
+
+
+# What one note's content or values can raise while it is read, chunked or written: caught
+# at that note. Errors of the index itself (a full disk, a damaged database: ApusErrors) and
+# cancellation still stop the sync.
+NOTE_FAILURES = (
+    ValueError,
+    TypeError,
+    OverflowError,
+    RecursionError,
+    ArithmeticError,
+    LookupError,
+    AttributeError,
+    sqlite3.InterfaceError,
+    sqlite3.IntegrityError,
+    sqlite3.DataError,
+    sqlite3.ProgrammingError,
 )
 
 

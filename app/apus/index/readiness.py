@@ -1,8 +1,11 @@
-"""Can vectors answer now? The one decision search, status and sync put in their own words.
+"""Can vectors answer now, and how much? The one decision search and status put in their words.
 
 Read only: it combines the stored identity's decision, the vectors made so far, the last
 embedding step's failure and whether anyone is embedding now. "Building" is said only while
-something builds; incomplete vectors that nobody is making say why they stopped.
+something builds; incomplete vectors that nobody is making say why they stopped. While
+vectors of the current identity are incomplete, those FAISS already holds are served as a
+partial set: `coverage` is the share of passages they cover, and `percent_done` the one
+figure of progress every face shows.
 """
 
 from __future__ import annotations
@@ -38,7 +41,26 @@ class VectorReadiness:
 
     @property
     def percent(self) -> int:
-        return 100 * self.done // max(self.total, 1)
+        return percent_done(self.done, self.total)
+
+    @property
+    def incomplete(self) -> bool:
+        """Vectors of the current identity are missing (being built, stopped or awaited):
+        those already made are served meanwhile."""
+        return self.state in ("building", "failed", "waiting")
+
+    def coverage(self, served: int) -> float | None:
+        """The share of passages `served` vectors of the current identity cover while the
+        rest are missing (None: ready, so all; or none served). The store's count of chunks
+        may trail FAISS's for a moment (a note removed meanwhile): never above 1."""
+        if not self.incomplete or served <= 0:
+            return None
+        return served / max(self.total, served)
+
+
+def percent_done(done: int, total: int) -> int:
+    """`done` of `total` as a whole percent, rounded down (0 of nothing is 0%)."""
+    return 100 * done // max(total, 1)
 
 
 def vector_readiness(
@@ -62,7 +84,7 @@ def vector_readiness(
     if building():
         why = Problem(decision.reason or "embedding the vault")
         return VectorReadiness("building", why, done, total, first_build=decision.action == "fresh")
-    percent = 100 * done // max(total, 1)
+    percent = percent_done(done, total)
     stopped_by = failure()
     if stopped_by is not None:
         stopped = Problem(

@@ -127,11 +127,28 @@ class Connection(sqlite3.Connection):
 
 
 def connect(path: Path, *, readonly: bool) -> Connection:
-    if readonly:
-        uri = f"{path.resolve().as_uri()}?mode=ro"
-        db = sqlite3.connect(uri, uri=True, check_same_thread=False, factory=Connection)
-    else:
+    if not readonly:
         db = sqlite3.connect(path, check_same_thread=False, factory=Connection)
+        db.store_path = path
+        return db
+    db = _read_only(path)
+    try:  # the plain connection's execute: its error as SQLite gives it
+        sqlite3.Connection.execute(db, "PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code not in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_FULL):
+            return db  # the query that meets it again says what it is
+        # A reader of a WAL database makes the shared-memory file beside it, which a full
+        # disk (or a read-only folder) refuses: read the database file as it is instead,
+        # the state of its last checkpoint. Searching never needs free space.
+        db.close()
+        db = _read_only(path, immutable=True)
+    return db
+
+
+def _read_only(path: Path, *, immutable: bool = False) -> Connection:
+    uri = f"{path.resolve().as_uri()}?mode=ro" + ("&immutable=1" if immutable else "")
+    db = sqlite3.connect(uri, uri=True, check_same_thread=False, factory=Connection)
     db.store_path = path
     return db
 

@@ -11,9 +11,12 @@ from typing import Any, Literal
 from apus.config import Settings
 from apus.embed.base import EmbeddingIdentity, ProbeResult
 from apus.index.keyword import KeywordIndex
+from apus.index.keyword_freshness import keyword_freshness
 from apus.index.last_sync import LastSync, read_last_sync
 from apus.index.note_problems import NoteProblem, load_problems
-from apus.index.store import SetAside, Store
+from apus.index.readiness import percent_done
+from apus.index.set_aside import SetAside, recorded_set_aside
+from apus.index.store import Store
 from apus.index.transcript_store import TranscriptStore, TranscriptSummary
 from apus.vault import transcripts as tx
 from apus.vault.scan import SkippedFile
@@ -52,7 +55,7 @@ class EmbeddingsState:
     def percent(self) -> int | None:
         if self.done is None or not self.total:
             return None
-        return 100 * self.done // self.total
+        return percent_done(self.done, self.total)
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -89,12 +92,23 @@ class EmbeddingsState:
 
 
 @dataclass(frozen=True)
+class TranscriptSourceStatus:
+    """One source of transcripts: whose they are, its folders, and its indexed sessions."""
+
+    client: str  # "claude-code", "codex", or "paths" (memory.search.sessions.paths)
+    roots: tuple[str, ...]
+    present: bool  # whether any of its folders exists
+    sessions: int
+
+
+@dataclass(frozen=True)
 class SessionsStatus:
-    """Indexed agent transcripts: how many, and the lines skipped in each (malformed JSON,
-    unknown event types, lines over memory.search.sessions.maxLineBytes)."""
+    """Indexed agent transcripts: how many, from which sources, and the lines skipped in each
+    (malformed JSON, unknown event types, lines over memory.search.sessions.maxLineBytes)."""
 
     enabled: bool
     summary: TranscriptSummary = field(default_factory=lambda: TranscriptSummary(0, 0, 0, ()))
+    sources: tuple[TranscriptSourceStatus, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         summary = self.summary
@@ -103,6 +117,15 @@ class SessionsStatus:
             "files": summary.files,
             "messages": summary.messages,
             "chunks": summary.chunks,
+            "sources": [
+                {
+                    "client": source.client,
+                    "roots": list(source.roots),
+                    "present": source.present,
+                    "sessions": source.sessions,
+                }
+                for source in self.sources
+            ],
             "skipped": sum(item.lines.total for item in summary.skipped),
             "skipped_by_file": [
                 {
@@ -178,9 +201,12 @@ def collect_status(
     embeddings: EmbeddingsState | None = None,
     *,
     last_sync: LastSync | None = None,
+    building: str = "",
 ) -> IndexStatus:
     """The index's own facts; `embeddings` comes from the session, which knows the provider,
-    and so may `last_sync` (else the outcome recorded beside the index is read)."""
+    and so may `last_sync` (else the outcome recorded beside the index is read). `building`:
+    how far a sync that is reading the notes now has got, which the keyword line says in
+    place of a command to run."""
     vault = settings.vault_path()
     index_dir = settings.index_dir()
     base: dict[str, Any] = {
@@ -200,7 +226,7 @@ def collect_status(
             replaced_utf8=(),
             index_bytes=0,
             last_sync=None,
-            keyword="not indexed yet (run `apus memory index`)",
+            keyword=_being_built(building) or "not indexed yet (run `apus memory index`)",
             **base,
         )
     store = Store(index_dir, readonly=True)
@@ -210,23 +236,18 @@ def collect_status(
             # `files` and `chunks` are the notes'; transcripts are counted apart.
             summary = TranscriptStore(store).summary()
             files, chunks = files - summary.files, chunks - summary.chunks
-            base["sessions"] = SessionsStatus(base["sessions"].enabled, summary)
+            enabled = base["sessions"].enabled
+            found = _transcript_sources(settings, summary) if enabled or summary.files else ()
+            base["sessions"] = SessionsStatus(enabled, summary, found)
         skipped = tuple(SkippedFile(p, r) for p, r in store.skipped())
         problems = tuple(load_problems(store).values())
         replaced = tuple(store.files_with_replaced_utf8())
-        set_aside = store.set_aside()
+        set_aside = recorded_set_aside(store)
         last = store.get_meta("last_sync")
         generation = store.generation()
     finally:
         store.close()
-    keyword = KeywordIndex(index_dir)
-    state = keyword.state()
-    if not state.usable:
-        keyword_text = f"needs a rebuild ({state.reason}); the next sync or search rebuilds it"
-    elif state.generation != generation:
-        keyword_text = "behind the store; the next sync or search brings it up to date"
-    else:
-        keyword_text = "ready"
+    keyword_text = _keyword_line(index_dir, generation, building, synced=bool(last))
     size = _folder_bytes(index_dir)
     synced_at = (
         dt.datetime.fromtimestamp(float(last), tz=dt.UTC).astimezone().isoformat(timespec="seconds")
@@ -246,6 +267,52 @@ def collect_status(
         problems=problems,
         **base,
     )
+
+
+def _transcript_sources(
+    settings: Settings, summary: TranscriptSummary
+) -> tuple[TranscriptSourceStatus, ...]:
+    """Each configured source with its indexed sessions, and any source whose sessions are
+    still indexed after it was taken out of the settings."""
+    from apus.vault.transcript_sources import client_of_agent, sources
+
+    counts: dict[str, int] = {}
+    for agent, sessions in summary.agents:
+        client = client_of_agent(agent)
+        counts[client] = counts.get(client, 0) + sessions
+    roots: dict[str, list[Path]] = {}
+    for source in sources(settings):
+        roots.setdefault(source.client, []).append(source.root)
+    for client in counts:
+        roots.setdefault(client, [])
+    return tuple(
+        TranscriptSourceStatus(
+            client,
+            tuple(str(root) for root in folders),
+            any(root.is_dir() for root in folders),
+            counts.get(client, 0),
+        )
+        for client, folders in roots.items()
+    )
+
+
+def _keyword_line(index_dir: Path, generation: int, building: str, *, synced: bool) -> str:
+    """What status says of the keyword index: ready, or why not, or how far it is built."""
+    if building:
+        # It covers the notes read so far, not the vault: not "ready", nor a command to run.
+        if synced:
+            return f"being brought up to date by another Apus process ({building})"
+        return _being_built(building)
+    freshness = keyword_freshness(KeywordIndex(index_dir), generation)
+    if freshness.state == "unusable":
+        return f"needs a rebuild ({freshness.reason}); the next sync or search rebuilds it"
+    if freshness.state == "behind":
+        return "behind the store; the next sync or search brings it up to date"
+    return "ready"
+
+
+def _being_built(building: str) -> str:
+    return f"being built by another Apus process ({building})" if building else ""
 
 
 def _folder_bytes(folder: Path) -> int:

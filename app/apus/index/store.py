@@ -1,7 +1,10 @@
-"""The SQLite store: files, chunks, skipped files, embedding cache and meta (WAL, migrations).
+"""The SQLite store: files, chunks, skipped files, embedding cache and meta, in WAL mode.
 
-Its connection translates SQLite's errors (`apus.index.sqlite`); the transcripts kept in the
-same database are read and written by `apus.index.transcript_store` on that connection.
+Its connection translates SQLite's errors (`apus.index.sqlite`) and is brought to the current
+schema when a writer opens it (`apus.index.schema`). The transcripts kept in the same
+database are read and written by `apus.index.transcript_store` on that connection; a damaged
+database is set aside by `apus.index.set_aside`, and a forced rebuild's copies between
+databases are `apus.index.shadow_store`'s.
 """
 
 from __future__ import annotations
@@ -16,163 +19,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from apus.errors import ApusError, IndexCorruptError, Problem
 from apus.index import file_names
 from apus.index.note_filter import NoteFilter
+from apus.index.schema import migrate, schema_version
 from apus.index.sqlite import (
     REBUILD_FIX,
     Connection,
     IndexWriteError,
     connect,
-    damage_reason,
-    move_aside,
-    raise_for_user,
 )
 
 if TYPE_CHECKING:  # the writers hand chunks in; a search never imports the chunker
+    import numpy as np
+
     from apus.vault.chunk import Chunk
 
-SCHEMA_VERSION = 4
+# numpy is imported by the methods that use it: Claude Code's hook reads trusted entries from
+# the store in a process of its own, where numpy's import would be a third of the answer.
+
 # Values bound per `IN (...)` query: well under SQLite's default limit of 999 parameters.
 _IN_BATCH = 500
-
-# Each entry migrates from version N-1 to N; append, never edit, so old stores upgrade in order.
-_MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE files (
-        id INTEGER PRIMARY KEY,
-        path TEXT NOT NULL UNIQUE,
-        size INTEGER NOT NULL,
-        mtime_ns INTEGER NOT NULL,
-        sha256 TEXT NOT NULL,
-        title TEXT NOT NULL,
-        note_date TEXT,
-        importance REAL,
-        triggers TEXT NOT NULL DEFAULT '[]',
-        chunking TEXT NOT NULL,
-        replaced_utf8 INTEGER NOT NULL DEFAULT 0,
-        indexed_at REAL NOT NULL
-    );
-    CREATE INDEX files_sha ON files(sha256);
-    CREATE TABLE chunks (
-        id INTEGER PRIMARY KEY,
-        file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-        ordinal INTEGER NOT NULL,
-        start_line INTEGER NOT NULL,
-        end_line INTEGER NOT NULL,
-        heading TEXT NOT NULL,
-        text TEXT NOT NULL,
-        tokens INTEGER NOT NULL
-    );
-    CREATE INDEX chunks_file ON chunks(file_id);
-    CREATE TABLE skipped (path TEXT PRIMARY KEY, reason TEXT NOT NULL);
-    -- files indexed with a caveat (e.g. invalid UTF-8 replaced) are in files.replaced_utf8
-    CREATE TABLE embedding_cache (
-        key TEXT PRIMARY KEY,
-        dims INTEGER NOT NULL,
-        vector BLOB NOT NULL,
-        created REAL NOT NULL
-    );
-    CREATE TABLE chunk_vectors (
-        chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
-        identity TEXT NOT NULL,
-        cache_key TEXT NOT NULL
-    );
-    """,
-    # 2: what search filters by. `dated` is the note's date for --since/--until (its file
-    # name's, else its frontmatter's, else its modification day); `tags` are frontmatter tags,
-    # folded; `source` is the corpus (memory notes, or agent transcripts when enabled).
-    # Tags and dates come from each note's text, so every note is read again on the next
-    # sync (its vectors come back from the cache: nothing is embedded twice).
-    """
-    ALTER TABLE files ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
-    ALTER TABLE files ADD COLUMN dated TEXT;
-    ALTER TABLE files ADD COLUMN source TEXT NOT NULL DEFAULT 'memory';
-    CREATE INDEX files_dated ON files(dated);
-    UPDATE files SET chunking = '';
-    """,
-    # 3: agent session transcripts (source 'sessions'). A transcript is a `files` row (its
-    # chunks are searched like a note's) plus a `transcripts` row: who it belongs to, what it
-    # was spawned from (visibility), and how far it has been read (appends read only the
-    # tail). Its active-branch messages are kept for exact search (FTS5) and history.
-    """
-    CREATE INDEX files_source ON files(source);
-    CREATE TABLE transcripts (
-        file_id INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
-        session_key TEXT NOT NULL UNIQUE,
-        agent_id TEXT NOT NULL,
-        parent_key TEXT,
-        location TEXT NOT NULL,
-        started TEXT NOT NULL DEFAULT '',
-        last_activity TEXT NOT NULL DEFAULT '',
-        read_bytes INTEGER NOT NULL DEFAULT 0,
-        read_lines INTEGER NOT NULL DEFAULT 0,
-        tail_check TEXT NOT NULL DEFAULT '',
-        last_entry TEXT,
-        tip TEXT,
-        frontier TEXT NOT NULL DEFAULT '[]',
-        messages INTEGER NOT NULL DEFAULT 0,
-        malformed INTEGER NOT NULL DEFAULT 0,
-        unknown INTEGER NOT NULL DEFAULT 0,
-        oversized INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX transcripts_agent ON transcripts(agent_id);
-    CREATE INDEX transcripts_parent ON transcripts(parent_key);
-    CREATE TABLE transcript_messages (
-        id INTEGER PRIMARY KEY,
-        file_id INTEGER NOT NULL REFERENCES transcripts(file_id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        line INTEGER NOT NULL,
-        timestamp TEXT NOT NULL,
-        role TEXT NOT NULL,
-        text TEXT NOT NULL
-    );
-    CREATE UNIQUE INDEX transcript_messages_seq ON transcript_messages(file_id, seq);
-    CREATE VIRTUAL TABLE transcript_text USING fts5(
-        text, content='transcript_messages', content_rowid='id',
-        tokenize='unicode61 remove_diacritics 2'
-    );
-    CREATE TRIGGER transcript_messages_added AFTER INSERT ON transcript_messages BEGIN
-        INSERT INTO transcript_text(rowid, text) VALUES (new.id, new.text);
-    END;
-    CREATE TRIGGER transcript_messages_removed AFTER DELETE ON transcript_messages BEGIN
-        INSERT INTO transcript_text(transcript_text, rowid, text)
-        VALUES ('delete', old.id, old.text);
-    END;
-    """,
-    # 4: the names table (`apus.index.file_names`): the notes a query names by path, file
-    # name or stem, folded when a file is written instead of in every searching process.
-    # Filled here from the files already indexed, through the SQL function the store
-    # registers before migrating (`file_names.SQL_FUNCTION`: one of a path's three keys a call).
-    """
-    CREATE TABLE file_names (
-        key TEXT NOT NULL,
-        file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-        PRIMARY KEY (key, file_id)
-    ) WITHOUT ROWID;
-    CREATE INDEX file_names_file ON file_names(file_id);
-    INSERT OR IGNORE INTO file_names(key, file_id)
-        SELECT apus_name_key(files.path, part.n), files.id
-        FROM files, (SELECT 0 AS n UNION ALL SELECT 1 UNION ALL SELECT 2) AS part;
-    """,
-)
-
-
-# What a store's `set_aside` meta records: where the damaged database went, and why.
-_SET_ASIDE_KEY = "store.set_aside"
 _EMBED_FAILURE_KEY = "embed.failure"  # why the last sync's embedding stopped short
-_HIGHEST_CHUNK_KEY = "chunks.highest_id"
-
-
-@dataclass(frozen=True)
-class SetAside:
-    """A damaged database moved out of the way; the next open starts an empty store."""
-
-    moved_to: Path
-    reason: str
+# The highest chunk id ever given: ids are never given twice (`Store._next_chunk_id`).
+HIGHEST_CHUNK_KEY = "chunks.highest_id"
 
 
 @dataclass(frozen=True)
@@ -219,6 +89,7 @@ class ChunkFacts:
     note_date: str | None
     importance: float | None
     annotated: str | None
+    lang: str | None = None  # its note's language, when known
 
 
 @dataclass(frozen=True)
@@ -239,6 +110,7 @@ class NewFile:
     tags: tuple[str, ...] = ()  # folded
     dated: str | None = None  # ISO day search filters by
     source: str = "memory"
+    lang: str | None = None  # the language of its prose, when clear (apus.vault.language)
 
 
 class Store:
@@ -263,7 +135,7 @@ class Store:
             self._db.execute("PRAGMA foreign_keys = ON")
             if not readonly:
                 file_names.register(self._db)
-                self._migrate()
+                migrate(self._db, self.path)
                 # Names this database: vectors.faiss records it, so a store rebuilt after
                 # damage (whose chunk ids start again from 1) never inherits old vectors.
                 with self._db:
@@ -305,152 +177,11 @@ class Store:
 
     def has_transcripts(self) -> bool:
         """Whether the schema holds transcripts (a store not yet upgraded by a sync does not)."""
-        return self._schema_version() >= 3
-
-    def _schema_version(self) -> int:
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
-
-    # -- damage -------------------------------------------------------------------------
-
-    @classmethod
-    def set_aside_if_damaged(cls, index_dir: Path, *, thorough: bool = False) -> SetAside | None:
-        """Move a damaged database (with its -wal and -shm) aside; the caller then opens an
-        empty store and fills it from the notes, which are the truth it was derived from.
-
-        Always checked: that the database opens and its schema reads (a garbled header).
-        `thorough` adds `PRAGMA quick_check`, which reads every page (a truncated file, a
-        garbled page in the middle). Call it holding the writer lock. Returns what was
-        moved and why, also recorded in the new store's meta (`set_aside()`).
-        """
-        path = index_dir / cls.FILENAME
-        if not path.is_file():
-            return None
-        reason = damage_reason(path, thorough=thorough)
-        if reason is None:
-            return None
-        moved = SetAside(move_aside(path), reason)
-        fresh = cls(index_dir)
-        try:
-            with fresh.transaction():
-                fresh.set_meta(
-                    _SET_ASIDE_KEY,
-                    json.dumps(
-                        {"moved_to": str(moved.moved_to), "reason": reason, "at": time.time()}
-                    ),
-                )
-                # A generation the derived indexes cannot already carry: they are rebuilt.
-                fresh.set_meta("generation", str(time.time_ns()))
-        finally:
-            fresh.close()
-        return moved
-
-    @classmethod
-    def damage(cls, index_dir: Path) -> str | None:
-        """Why the database is damaged (`PRAGMA quick_check` included), or None; moves nothing."""
-        path = index_dir / cls.FILENAME
-        return damage_reason(path, thorough=True) if path.is_file() else None
-
-    def set_aside(self) -> SetAside | None:
-        """The damaged database this store replaced, if it replaced one."""
-        raw = self.get_meta(_SET_ASIDE_KEY)
-        if not raw:
-            return None
-        record = json.loads(raw)
-        return SetAside(Path(record["moved_to"]), str(record["reason"]))
+        return schema_version(self._db) >= 3
 
     def store_id(self) -> str:
         """A random name given to this database when it was created ("" if older)."""
         return self.get_meta("store_id", "") or ""
-
-    # -- a forced rebuild: a new database beside the live one --------------------------
-
-    def continue_from(self, live: Path) -> None:
-        """Make this new, empty database carry on from the live one at `live`, which it is
-        built to replace: the embedding cache (text already embedded is never embedded
-        again), the record of a damaged database set aside, the chunk-id counter (an id
-        is never given to another text, even across the swap) and the generation (readers
-        see it move on)."""
-        with self._attached(live, "live"), self._db:
-            self._copy_cache("live", "main")
-            self._db.execute(
-                "INSERT OR REPLACE INTO main.meta(key, value) "
-                "SELECT key, value FROM live.meta WHERE key = ?",
-                (_SET_ASIDE_KEY,),
-            )
-            row = self._db.execute("SELECT MAX(id) FROM live.chunks").fetchone()
-            given = self._db.execute(
-                "SELECT value FROM live.meta WHERE key = ?", (_HIGHEST_CHUNK_KEY,)
-            ).fetchone()
-            highest = max(int(row[0] or 0), int(given[0]) if given else 0)
-            self.set_meta(_HIGHEST_CHUNK_KEY, str(highest))
-            generation = self._db.execute(
-                "SELECT value FROM live.meta WHERE key = 'generation'"
-            ).fetchone()
-            self.set_meta("generation", str(int(generation[0] if generation else 0) + 1))
-
-    def salvage_cache_from(self, other: Path) -> None:
-        """Copy the embedding cache of a half-built database into this one, if it can be
-        read at all (a run killed while creating it leaves one that cannot): what was
-        embedded there is not embedded again."""
-        try:
-            with self._attached(other, "other"), self._db:
-                self._copy_cache("other", "main")
-        except (sqlite3.Error, ApusError):  # unreadable, no schema yet, or no room: skipped
-            return
-
-    def replace_with(self, source: Store) -> None:
-        """Make this database a copy of `source` in one write transaction (SQLite's backup
-        API): a reader, however long it has held its connection, sees the old content or
-        the new, never a mix, and a run killed half-way leaves the old one whole."""
-        try:
-            source._db.backup(self._db)
-        except sqlite3.Error as exc:
-            raise_for_user(exc, self.path)
-        # The copy sits in the WAL until a checkpoint: fold it into the file, shrink the WAL.
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-
-    @contextmanager
-    def _attached(self, path: Path, name: str) -> Iterator[None]:
-        """The database at `path` as schema `name` of this connection, for one copy."""
-        self._db.execute(f"ATTACH DATABASE ? AS {name}", (str(path),))
-        try:
-            yield
-        finally:
-            self._db.execute(f"DETACH DATABASE {name}")
-
-    def _copy_cache(self, source: str, target: str) -> None:
-        self._db.execute(
-            f"INSERT OR IGNORE INTO {target}.embedding_cache(key, dims, vector, created) "
-            f"SELECT key, dims, vector, created FROM {source}.embedding_cache"
-        )
-
-    # -- schema -------------------------------------------------------------------------
-
-    def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise IndexCorruptError(
-                f"The index at {self.path} was written by a newer Apus (schema {version}).",
-                fix="upgrade Apus, or rebuild with `apus memory index --force`",
-            )
-        # A new database gets its whole schema in one transaction: a reader that opens it
-        # during a first index sees no schema or the current one, never an early version
-        # whose columns the searches assume. An existing one upgrades one step per
-        # transaction, the version bump included, so a killed migration leaves the previous
-        # version whole.
-        steps = [SCHEMA_VERSION] if version == 0 else range(version + 1, SCHEMA_VERSION + 1)
-        start = version
-        for target in steps:
-            script = "\n".join(_MIGRATIONS[start:target])
-            try:
-                self._db.executescript(
-                    f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {target};\nCOMMIT;"
-                )
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.rollback()
-                raise
-            start = target
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -559,6 +290,18 @@ class Store:
             "WHERE note_date IS NOT NULL OR importance IS NOT NULL"
         ).fetchall()
 
+    def file_languages(self) -> dict[int, str]:
+        """The language of every note whose language is known, by file id (none in a store
+        no sync has upgraded yet: a reader never migrates)."""
+        if not self._knows_languages():
+            return {}
+        rows = self._db.execute("SELECT id, lang FROM files WHERE lang IS NOT NULL")
+        return {int(file_id): str(lang) for file_id, lang in rows}
+
+    def _knows_languages(self) -> bool:
+        """Whether the schema holds each note's language (version 5 on)."""
+        return schema_version(self._db) >= 5
+
     def file_by_path(self, path: str) -> FileRecord | None:
         row = self._db.execute(self._FILE_SELECT + " WHERE path = ?", (path,)).fetchone()
         return _file_record(row) if row else None
@@ -574,8 +317,8 @@ class Store:
         self._db.execute("DELETE FROM files WHERE path = ?", (new.path,))
         cursor = self._db.execute(
             "INSERT INTO files(path, size, mtime_ns, sha256, title, note_date, importance, "
-            "triggers, chunking, replaced_utf8, indexed_at, tags, dated, source) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "triggers, chunking, replaced_utf8, indexed_at, tags, dated, source, lang) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 new.path,
                 new.size,
@@ -591,6 +334,7 @@ class Store:
                 json.dumps(list(new.tags), ensure_ascii=False),
                 new.dated,
                 new.source,
+                new.lang,
             ),
         )
         file_id = int(cursor.lastrowid or 0)
@@ -629,7 +373,7 @@ class Store:
             )
             chunk_ids.append(int(cur.lastrowid or 0))
         if fresh:
-            self.set_meta(_HIGHEST_CHUNK_KEY, str(next_id + fresh - 1))
+            self.set_meta(HIGHEST_CHUNK_KEY, str(next_id + fresh - 1))
         return chunk_ids
 
     def _next_chunk_id(self) -> int:
@@ -637,7 +381,7 @@ class Store:
         rows again once they are deleted (edit the newest note), and vectors.faiss, which
         keeps vectors by chunk id, would then answer with the old text's vector."""
         highest = self._db.execute("SELECT MAX(id) FROM chunks").fetchone()[0] or 0
-        given = int(self.get_meta(_HIGHEST_CHUNK_KEY, "0") or 0)
+        given = int(self.get_meta(HIGHEST_CHUNK_KEY, "0") or 0)
         return max(int(highest), given) + 1
 
     def delete_files(self, file_ids: Iterable[int]) -> None:
@@ -688,6 +432,8 @@ class Store:
         """Every chunk's id, ascending, and its file's id (int64 arrays). SQLite joins each
         column into one string, which numpy reads back: 21 ms at 118k chunks, against 78 ms
         for a row per chunk."""
+        import numpy as np
+
         ids_text, files_text = self._db.execute(
             "SELECT group_concat(id), group_concat(file_id) FROM chunks"
         ).fetchone()
@@ -705,15 +451,16 @@ class Store:
 
     _FACTS_SELECT = (
         "SELECT c.id, c.file_id, f.path, f.note_date, f.importance, "
-        "CASE WHEN c.text LIKE '%<!--%' THEN c.text END "
-        "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({marks})"
+        "CASE WHEN c.text LIKE '%<!--%' THEN c.text END, {lang} "
+        "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({{marks}})"
     )
 
     def chunk_facts(self, chunk_ids: Sequence[int]) -> list[ChunkFacts]:
         """What ranking weighs each of these chunks by, without their texts (SQLite looks
         for an annotation in each: only an annotated chunk's text comes back); a chunk no
         longer stored is left out."""
-        return [ChunkFacts(*row) for row in self._rows_in(self._FACTS_SELECT, chunk_ids)]
+        query = self._FACTS_SELECT.format(lang="f.lang" if self._knows_languages() else "NULL")
+        return [ChunkFacts(*row) for row in self._rows_in(query, chunk_ids)]
 
     def chunk_files_of(self, chunk_ids: Sequence[int]) -> dict[int, int]:
         """The file id of each of these chunks that is still stored."""
@@ -748,7 +495,7 @@ class Store:
     def files_named(self, key: str) -> list[int]:
         """Ids of the files whose folded path, file name or stem is `key` (see
         `apus.index.file_names`): one indexed lookup."""
-        if self._schema_version() >= 4:
+        if schema_version(self._db) >= 4:
             return file_names.files_named(self._db, key)
         # A store no sync has upgraded yet (a reader never migrates): fold every path.
         rows = self._db.execute("SELECT id, path FROM files ORDER BY id")
@@ -796,6 +543,8 @@ class Store:
     # -- embeddings ---------------------------------------------------------------------
 
     def cached_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         query = "SELECT key, dims, vector FROM embedding_cache WHERE key IN ({marks})"
         return {
             key: np.frombuffer(blob, dtype=np.float32, count=dims)
@@ -803,6 +552,8 @@ class Store:
         }
 
     def put_vectors(self, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        import numpy as np
+
         now = time.time()
         self._db.executemany(
             "INSERT OR REPLACE INTO embedding_cache(key, dims, vector, created) VALUES (?,?,?,?)",
@@ -853,6 +604,8 @@ class Store:
     def vectors_for_chunks(
         self, identity_key: str, chunk_ids: Sequence[int]
     ) -> Iterator[tuple[int, np.ndarray]]:
+        import numpy as np
+
         query = (
             "SELECT v.chunk_id, e.dims, e.vector FROM chunk_vectors v "
             "JOIN embedding_cache e ON e.key = v.cache_key "
@@ -882,7 +635,8 @@ def _file_record(row: Sequence[Any]) -> FileRecord:
         title=str(row[5]),
         note_date=row[6] if row[6] is None else str(row[6]),
         importance=None if row[7] is None else float(row[7]),
-        # Most notes have none; every search reads every file's record for the names table.
+        # Most notes have none, and a sync's plan reads the record of every note: "[]" is not
+        # parsed.
         triggers=() if row[8] == "[]" else tuple(json.loads(str(row[8]))),
         chunking=str(row[9]),
     )
@@ -890,6 +644,8 @@ def _file_record(row: Sequence[Any]) -> FileRecord:
 
 def _int_list(text: str | None) -> np.ndarray:
     """Integers SQLite's group_concat joined with commas (None: no rows)."""
+    import numpy as np
+
     return np.fromstring(text or "", dtype=np.int64, sep=",")
 
 

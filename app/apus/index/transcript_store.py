@@ -123,6 +123,7 @@ class TranscriptSummary:
     messages: int
     chunks: int
     skipped: tuple[TranscriptSkips, ...]  # only transcripts with skipped lines
+    agents: tuple[tuple[str, int], ...] = ()  # (agent, its transcripts), by agent
 
 
 class TranscriptStore:
@@ -271,7 +272,16 @@ class TranscriptStore:
             TranscriptSkips(str(key), str(location), LineCounts(int(a), int(b), int(c)))
             for key, location, a, b, c in rows
         )
-        return TranscriptSummary(int(files), int(messages), int(chunks), skipped)
+        agents = self._db.execute(
+            "SELECT agent_id, COUNT(*) FROM transcripts GROUP BY agent_id ORDER BY agent_id"
+        )
+        return TranscriptSummary(
+            int(files),
+            int(messages),
+            int(chunks),
+            skipped,
+            tuple((str(agent), int(count)) for agent, count in agents),
+        )
 
     def find(self, session_key: str, scope: SessionScope) -> TranscriptInfo | None:
         """The transcript with this key if `scope` sees it (an unseen one is not there)."""

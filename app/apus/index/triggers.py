@@ -7,11 +7,16 @@ recall later costs at most one query embedding.
 
 from __future__ import annotations
 
-from apus.embed.base import Embedder
+from typing import TYPE_CHECKING
+
 from apus.index.store import ChunkRecord, FileRecord, Store
 from apus.vault.annotations import annotations_in
+from apus.vault.memory_notes import MEMORY_FILES
 
-TRUSTED_FILES = ("MEMORY.md", "USER.md")
+if TYPE_CHECKING:
+    from apus.embed.base import Embedder
+
+TRUSTED_FILES = MEMORY_FILES
 
 
 def trusted_files(store: Store) -> list[FileRecord]:

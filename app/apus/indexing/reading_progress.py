@@ -58,8 +58,9 @@ class ReadingProgressFile:
                 self._path.unlink(missing_ok=True)
 
 
-def reading_progress(index_dir: Path) -> SyncProgress | None:
-    """The progress of a sync that is reading notes into this index now, or None."""
+def reading_progress(index_dir: Path, *, other_than: int | None = None) -> SyncProgress | None:
+    """The progress of a sync that is reading notes into this index now, or None (also for
+    the sync of process `other_than`, which tells its own progress)."""
     try:
         data = json.loads((index_dir / FILE_NAME).read_text(encoding="utf-8"))
         pid, phase = int(data["pid"]), str(data["phase"])
@@ -67,6 +68,6 @@ def reading_progress(index_dir: Path) -> SyncProgress | None:
         eta = None if data.get("eta") is None else float(data["eta"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if phase not in READING_PHASES or not pid_alive(pid):
-        return None  # left behind by a sync that was killed
+    if phase not in READING_PHASES or pid == other_than or not pid_alive(pid):
+        return None  # left behind by a sync that was killed, or not another's
     return SyncProgress(cast(Phase, phase), done, total, eta)

@@ -31,6 +31,7 @@ import shutil
 from pathlib import Path
 
 from apus.index.keyword import KeywordIndex
+from apus.index.shadow_store import continue_from, replace_contents, salvage_cache
 from apus.index.store import Store
 from apus.index.vectors import VectorIndex
 
@@ -44,12 +45,12 @@ def shadow_dir(index_dir: Path) -> Path:
 
 
 def open_shadow(index_dir: Path, live: Store) -> Store:
-    """A new, empty shadow store that carries on from `live` (Store.continue_from)."""
+    """A new, empty shadow store that carries on from `live` (`shadow_store.continue_from`)."""
     folder = shadow_dir(index_dir)
     shutil.rmtree(folder, ignore_errors=True)
     shadow = Store(folder)
     try:
-        shadow.continue_from(live.path)
+        continue_from(shadow, live.path)
     except BaseException:
         shadow.close()
         shutil.rmtree(folder, ignore_errors=True)
@@ -66,7 +67,7 @@ def discard_leftover(index_dir: Path, live: Store) -> bool:
         return False
     database = folder / Store.FILENAME
     if database.is_file():
-        live.salvage_cache_from(database)
+        salvage_cache(live, database)
     if folder.is_dir() and not folder.is_symlink():
         shutil.rmtree(folder, ignore_errors=True)
     else:
@@ -77,7 +78,7 @@ def discard_leftover(index_dir: Path, live: Store) -> bool:
 def swap_in(index_dir: Path, live: Store, shadow: Store) -> None:
     """Replace the live index with the complete shadow one (the module's three steps)."""
     folder = shadow_dir(index_dir)
-    live.replace_with(shadow)
+    replace_contents(live, shadow)
     shadow.close()
     KeywordIndex(index_dir)._swap_in(folder / KeywordIndex.DIRNAME)
     _swap_vectors(VectorIndex(index_dir), VectorIndex(folder))

@@ -2,7 +2,8 @@
 
 Runs inside the Indexer's keyword steps, after the notes. When transcripts are off (either
 `memory.search.experimental.sessionMemory` or "sessions" in `memory.search.sources`), it
-removes every indexed one. Otherwise, for each transcript:
+removes every indexed one. Otherwise, for each transcript of every source
+(`apus.vault.transcript_sources`), read in its client's format:
 
 - unchanged size and time: nothing is read;
 - grown, and what was read before is still there (a hash of its last bytes): only the lines
@@ -19,7 +20,6 @@ written to Whoosh again; SQLite, FTS5 and the embedding step see only the tail.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import threading
 from collections.abc import Callable, Iterable
@@ -37,6 +37,7 @@ from apus.index.transcript_store import (
 )
 from apus.indexing.progress import ProgressCallback, SyncProgress
 from apus.vault import transcripts as tx
+from apus.vault.transcript_sources import find_transcripts, reader_for, sources
 from apus.vault.transcripts import Message, Reading, ReadPosition, TranscriptFile
 
 # Transcripts written per SQLite transaction (and mirrored into Whoosh at once).
@@ -63,7 +64,9 @@ class TranscriptReport:
 
 
 def chunking_signature(settings: Settings) -> str:
-    return f"t{tx.TRANSCRIPT_CHUNKING_VERSION}:{settings.search.chunking.tokens}"
+    """What a transcript's chunks were made with: a change reads every transcript again."""
+    tools = ":tools" if settings.search.sessions.tool_calls else ""
+    return f"t{tx.TRANSCRIPT_CHUNKING_VERSION}:{settings.search.chunking.tokens}{tools}"
 
 
 class _Change:
@@ -116,7 +119,7 @@ def sync_transcripts(
     if not report.enabled:
         _remove(store, transcripts.file_ids(), mirror, report)
         return report
-    found, problems = tx.find_transcripts(tx.roots(settings), cancel)
+    found, problems = find_transcripts(sources(settings), cancel)
     report.files = len(found)
     known = transcripts.states()
     keys = {transcript.key for transcript in found}
@@ -178,18 +181,19 @@ def _plan_one(
     """Decide and prepare one transcript's writes: an append when the file only grew and
     the append continues the active branch, else a read from the start."""
     limit = settings.search.sessions.max_line_bytes
+    lines = reader_for(transcript, settings.search.sessions.tool_calls)
     if state is not None and not force and state.chunking == chunking_signature(settings):
         position = state.position
         grown = transcript.size >= position.offset and state.tail_check == tx.tail_check(
             transcript.path, position.offset
         )
         if grown:
-            reading = tx.read_transcript(transcript.path, transcript.agent, position, limit)
+            reading = tx.read_transcript(transcript.path, lines, position, limit)
             appended = tx.appended_branch(reading, position)
             if appended is not None:
                 _append(store, settings, transcript, state, reading, appended, change)
                 return
-    reading = tx.read_transcript(transcript.path, transcript.agent, ReadPosition(), limit)
+    reading = tx.read_transcript(transcript.path, lines, ReadPosition(), limit)
     change.new.append(_whole(settings, transcript, reading))
     change.report.messages += len(change.new[-1].messages)
     change.report.skipped_lines += reading.skipped.total
@@ -287,11 +291,7 @@ def _record(
     last_activity: str,
 ) -> TranscriptRecord:
     header = reading.header
-    position = dataclasses.replace(
-        reading.end,
-        tip=reading.last_message or start.tip,
-        frontier=tx.frontier_after(reading, start),
-    )
+    position = tx.position_after(reading, start)
     return TranscriptRecord(
         session_key=transcript.key,
         agent=transcript.agent,

@@ -16,8 +16,10 @@ from apus.config import Settings, SettingsSource
 from apus.errors import ApusError
 from apus.index.identity import stored_identity
 from apus.index.keyword import KeywordIndex
+from apus.index.keyword_freshness import keyword_freshness
 from apus.index.last_sync import read_last_sync
 from apus.index.note_problems import load_problems
+from apus.index.set_aside import damage_of
 from apus.index.store import Store
 from apus.index.vectors import VectorIndex
 from apus.memory.doctor_embedding import check_embedding
@@ -57,6 +59,8 @@ def _check_sync(settings: Settings) -> Check:
             f"row): {outcome.error}; search serves the index as it was before"
         )
         return Check("sync", False, detail, outcome.fix or "apus memory index", facts)
+    if outcome is not None and outcome.recovered is not None:
+        return Check("sync", False, outcome.recovered.sentence(), outcome.recovered.fix, facts)
     problems = []
     if Store.exists(index_dir):
         try:
@@ -130,7 +134,7 @@ def _check_index(settings: Settings) -> Check:
         return Check(
             "index", True, "not indexed yet", "apus memory index", {"path": str(index_dir)}
         )
-    damage = Store.damage(index_dir)
+    damage = damage_of(index_dir)
     if damage is not None:
         return Check(
             "index",
@@ -161,10 +165,10 @@ def _index_facts(index_dir: Path) -> Check:
         "chunks": chunks,
     }
     problems = []
-    keyword = KeywordIndex(index_dir).state()
-    if not keyword.usable:
+    keyword = keyword_freshness(KeywordIndex(index_dir), generation)
+    if keyword.state == "unusable":
         problems.append(f"keyword index: {keyword.reason}")
-    elif keyword.generation != generation:
+    elif keyword.state == "behind":
         problems.append("keyword index is behind the store")
     facts["keyword"] = "ok" if not problems else problems[0]
     if identity is not None:

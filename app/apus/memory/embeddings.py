@@ -76,8 +76,7 @@ def _semantic_state(
     if readiness.state == "paused":
         return EmbeddingsState("paused", problem.reason, problem.fix, identity, vectors)
     done, total = readiness.done, readiness.total
-    # The vectors FAISS holds for this identity are served meanwhile (the vector leg's rule).
-    coverage = vectors / max(total, vectors) if vectors else None
+    coverage = readiness.coverage(vectors)  # what FAISS holds is served meanwhile
     covers = f"; {coverage_sentence(coverage)}" if coverage is not None else ""
     if readiness.state == "building":
         return EmbeddingsState(

@@ -34,11 +34,17 @@ class NoteLines:
     start: int
     lines: int  # lines in `text`
     total_lines: int
-    truncated: bool  # more lines follow
-    next_start: int | None
+    # What was asked for goes on past `text`: the note, for a plain path (or `path#Lx`, a
+    # page from line x); a citation's own range, for `path#Lx-Ly`. A citation read whole is
+    # not truncated, however far the note goes on (`total_lines` says that).
+    truncated: bool
+    next_start: int | None  # where the next page of what was asked for starts
 
 
 # A citation's line range, as search results write it: `#L12-L30`, or one line `#L12`.
+# Checked before the digits become a number: Python refuses to convert more than 4,300, and a
+# note of a billion lines is far beyond the largest file the index reads.
+_MAX_LINE_DIGITS = 9
 _ADDRESS = re.compile(r"#L(?P<start>[0-9]+)(?:-L?(?P<end>[0-9]+))?\Z")
 
 
@@ -60,6 +66,12 @@ def parse_address(raw: str) -> NoteAddress:
     match = _ADDRESS.search(raw)
     if match is None:
         return NoteAddress(raw)
+    if max(len(match["start"]), len(match["end"] or "")) > _MAX_LINE_DIGITS:
+        raise NoteRefusedError(
+            f"{raw[: match.start()]}#L… names a line beyond any note (a line number of more "
+            f"than {_MAX_LINE_DIGITS} digits).",
+            fix="pass the citation as a search result gives it (path#L<start>-L<end>)",
+        )
     start, end = int(match["start"]), match["end"]
     if start < 1 or (end is not None and int(end) < start):
         raise NoteRefusedError(
@@ -77,9 +89,11 @@ def read_address(
     address = parse_address(raw)
     if address.start is None:
         return read_note_lines(settings, store, raw, start, count)
+    until = None
     if address.end is not None:
         count = address.end - address.start + 1
-    window = read_note_lines(settings, store, address.path, address.start, count)
+        until = address.end
+    window = read_note_lines(settings, store, address.path, address.start, count, until=until)
     if window.lines == 0 and window.total_lines:
         raise NoteRefusedError(
             f"{raw} points past the end of the note ({window.total_lines} lines now); "
@@ -98,8 +112,16 @@ def normalise_note_path(raw: str) -> str:
 
 
 def read_note_lines(
-    settings: Settings, store: Store | None, raw_path: str, start: int, count: int
+    settings: Settings,
+    store: Store | None,
+    raw_path: str,
+    start: int,
+    count: int,
+    *,
+    until: int | None = None,
 ) -> NoteLines:
+    """`count` lines from `start`; `until`: the last line asked for (a citation's end),
+    else the note's end: `truncated` says whether what was asked for goes on."""
     rel_path, real = resolve_indexed_note(settings, store, raw_path)
     text = _read_checked(settings, rel_path, real)
     lines = text.splitlines()
@@ -107,7 +129,8 @@ def read_note_lines(
     count = max(1, min(count, MAX_LINES))  # a longer range comes in pages
     window = lines[first - 1 : first - 1 + count]
     following = first - 1 + len(window)
-    truncated = following < len(lines)
+    asked_end = len(lines) if until is None else min(until, len(lines))
+    truncated = following < asked_end
     return NoteLines(
         path=rel_path,
         text="\n".join(window),

@@ -2,8 +2,9 @@
 
 Requests that arrive while a sync runs are folded into one more run (a forced request wins
 and cancels the running one: its work would be thrown away). When another process holds the
-writer lock, the queue says so and tries again a little later. A sync that fails is tried
-again with growing delays (`Backoff`), so the index recovers by itself once the cause is
+writer lock, the queue says so and tries again a little later (a write's own sync that came
+meanwhile goes at once: it waits its turn at the lock instead). A sync that fails is tried
+again with growing delays (`SYNC_RETRY`), so the index recovers by itself once the cause is
 gone; a new request (a change on disk) tries at once.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from apus.backoff import Backoff as Backoff  # the session names it from here
 from apus.errors import IndexBusyError
 from apus.indexing.progress import ProgressCallback, SyncProgress
 from apus.indexing.request import SyncRequest
@@ -30,16 +32,10 @@ log = logging.getLogger(__name__)
 BUSY_RETRY_S = 5.0
 
 
-@dataclass(frozen=True)
-class Backoff:
-    """Delays before retrying a failed sync: `first`, doubled per failure, up to `longest`."""
-
-    first: float = 2.0
-    longest: float = 300.0
-
-    def delay(self, failures: int) -> float:
-        """Seconds to wait after `failures` failed syncs in a row (1 or more)."""
-        return min(self.first * 2.0 ** min(failures - 1, 30), self.longest)
+# A failed sync is tried again after 2 s, doubled after each failure up to five minutes: a
+# cause that clears by itself (a full disk, a folder mounted late) is met soon, one that does
+# not costs one attempt every five minutes.
+SYNC_RETRY = Backoff(first=2.0, longest=300.0)
 
 
 @dataclass(frozen=True)
@@ -87,7 +83,7 @@ class SyncQueue:
         self._runner = runner
         self._emit = emit
         self._busy_retry_s = busy_retry_s
-        self._backoff = backoff or Backoff()
+        self._backoff = backoff or SYNC_RETRY
         self._failures = 0  # failed syncs in a row
         self._failure_retry = False  # what is pending is only the retry of a failed sync
         self._cond = threading.Condition()
@@ -96,20 +92,29 @@ class SyncQueue:
         self._running: SyncRequest | None = None
         self._cancel = threading.Event()
         self._closed = False
+        # Syncs numbered as they start; the last one that ended (other than on a busy lock,
+        # which is tried again) and the last that succeeded: what `wait_for` waits on.
+        self._started = 0
+        self._ended = 0
+        self._succeeded = 0
         self._thread = threading.Thread(target=self._loop, name="apus-sync-queue", daemon=True)
         self._thread.start()
 
-    def request(self, request: SyncRequest | None = None) -> None:
+    def request(self, request: SyncRequest | None = None) -> int:
+        """Queue `request`; returns the number of the sync that will do it (the next to
+        start takes everything pending), for `wait_for`."""
         request = request or SyncRequest()
         with self._cond:
+            ticket = self._started + 1
             if self._closed:
-                return
+                return ticket
             self._pending = request.merged(self._pending)
             self._retry_at = None
             self._failure_retry = False
             if request.force and self._running is not None:
                 self._cancel.set()
             self._cond.notify_all()
+            return ticket
 
     @property
     def idle(self) -> bool:
@@ -147,6 +152,19 @@ class SyncQueue:
                 self._cond.wait(left)
             return True
 
+    def wait_for(self, ticket: int, timeout: float | None = None) -> bool:
+        """Wait until the sync numbered `ticket` (or a later one) has ended; whether it
+        succeeded. Unlike `wait_idle`, syncs asked for afterwards (other writers, changes on
+        disk) are not waited for."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._ended < ticket and not self._closed:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
+            return self._succeeded >= ticket
+
     def close(self, timeout: float = 30.0) -> None:
         """Cancel the running sync (it keeps what it committed) and stop the thread."""
         with self._cond:
@@ -168,6 +186,7 @@ class SyncQueue:
                         request, self._pending, self._retry_at = self._pending, None, None
                         self._failure_retry = False
                         self._running = request
+                        self._started += 1
                         self._cancel = threading.Event()
                         return request
                 self._cond.wait(wait)
@@ -186,6 +205,13 @@ class SyncQueue:
             self._tell(finished)
             with self._cond:
                 self._running = None
+                # A busy lock is tried again, and a cancelled sync gave way to a forced one
+                # that does its work too: neither ended what was asked of it.
+                cancelled = finished.report is not None and finished.report.cancelled
+                if not finished.busy and not cancelled:
+                    self._ended = self._started
+                    if not finished.failed:
+                        self._succeeded = self._started
                 self._failures = self._failures + 1 if finished.failed else 0
                 retry = None
                 if finished.busy:
@@ -194,9 +220,11 @@ class SyncQueue:
                     retry = self._backoff.delay(self._failures)
                 if retry is not None and not self._closed:
                     # After a failure, a request that came in meanwhile (a change on disk,
-                    # maybe the fix) runs at once.
-                    waiting = finished.failed and self._pending is not None
-                    self._pending = request.merged(self._pending)
+                    # maybe the fix) runs at once; after a busy lock, one that waits its turn
+                    # at it does (a write's own sync), rather than after the retry delay.
+                    pending = self._pending
+                    waiting = pending is not None and (finished.failed or pending.wait_s > 0)
+                    self._pending = request.merged(pending)
                     self._retry_at = None if waiting else time.monotonic() + retry
                     self._failure_retry = finished.failed and not waiting
                 self._cond.notify_all()

@@ -81,6 +81,11 @@ def scoped_filter(settings: Settings, filters: NoteFilter) -> NoteFilter:
 
     if not tx.enabled(settings.search):
         kept = tuple(source for source in filters.sources if source != "sessions")
+        if not kept:  # an empty answer would read as "nothing found", not "not searched"
+            raise TranscriptsOffError(
+                "Session transcripts are not indexed, so there are none to search.",
+                fix=_ENABLE_FIX,
+            )
         return replace(filters, sources=kept)
     visibility = settings.tools.sessions.visibility
     return replace(filters, scope=SessionScope.of(visibility, filters.scope.asker))

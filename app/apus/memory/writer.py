@@ -2,45 +2,49 @@
 
 This is the one place Apus writes to a vault, and it only appends: existing text is never
 rewritten, moved or deleted. Three files can be written, all inside the vault itself:
-`memory/YYYY-MM-DD.md` (today's, created with a heading when missing), `MEMORY.md` and
-`USER.md`. A target that is a symlink, or whose folder resolves outside the vault, is
-refused.
+`memory/YYYY-MM-DD.md` (today's, made with its heading and the entry in one step when
+missing), `MEMORY.md` and `USER.md`. The entry must be text the index reads as text (no NUL
+or other control characters, no lone surrogates).
 
-Two writers (two agent servers, or the CLI and a server) take a lock beside the index, so
-their entries follow one another. An editor does not take that lock: each entry goes out in
-one `write` on a file opened for appending, so the system puts it whole at the end of the
-file as it is at that moment, after anything the editor appended; the tail is re-read just
-before, so the entry starts on a line of its own. Afterwards the file is read back, and an
-entry that is not there (the editor saved over it) is an error, not a silent loss.
+Writers (agent servers, the CLI, each request of an HTTP server) take turns at a fair lock
+beside the index (`apus.fair_lock`), and everything about the target is checked under it: the
+note is opened through folder descriptors from the vault root down (`note_files.py`), so a
+folder or note that is a link, or a note with a second hard link, is refused, and the checks
+hold for the file written. An editor does not take the lock: each entry goes out in one
+`write` on a file opened for appending, so the system puts it whole at the end of the file as
+it is at that moment, after anything the editor appended; the tail is re-read just before, so
+the entry starts on a line of its own. A write the disk cuts short is taken out again (the
+note is truncated back to its size before), so a full disk leaves the note as it was.
+Afterwards the entry is read back through the same descriptor, and if the note's name now
+holds another file (an editor saved over it) without the entry, that is an error, not a
+silent loss.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import stat
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from filelock import FileLock, Timeout
-
 from apus.config import Settings
-from apus.errors import ApusError
+from apus.fair_lock import FairLock, LockTimeout
+from apus.memory.note_files import NoteFolder, WriteRefusedError, write_error, write_whole
 from apus.vault.annotations import IMPORTANCE_RANGE, TRIGGER_SEPARATOR, annotation_lines
-from apus.vault.scan import is_note_name
 
 Target = Literal["daily", "MEMORY.md", "USER.md"]
 TARGETS: tuple[Target, ...] = ("daily", "MEMORY.md", "USER.md")
 DAILY_FOLDER = "memory"
-# Another writer holds the lock longer than this: something is stuck; say so.
+# Writers ahead in the queue hold the lock longer than this: something is stuck; say so.
 LOCK_TIMEOUT_S = 30.0
+LOCK_FOLDER = "memory-write.queue"
 MAX_TRIGGERS = 10
 MAX_TRIGGER_CHARS = 100
-
-
-class WriteRefusedError(ApusError):
-    """An entry that is not written (writing is off, bad target, too long, unsafe file)."""
+# What a note cannot hold as text: C0 controls but tab, line feed and carriage return (a NUL
+# makes the scanner take the note for a binary file), DEL, and lone surrogates (not UTF-8).
+_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class WrittenEntry:
     path: str  # vault-relative
     start_line: int  # the entry's first line (its heading) and last line, 1-based
     end_line: int
-    created: bool  # the daily note did not exist before
+    created: bool  # the note did not exist before
 
     @property
     def citation(self) -> str:
@@ -92,6 +96,7 @@ def check_entry(settings: Settings, entry: Entry) -> None:
             f"The entry is {len(text):,} characters; one entry holds at most {limit:,}.",
             fix="write the fact in fewer words, or as several entries",
         )
+    _check_text(text, "entry")
     if "<!--" in text or "-->" in text:
         raise WriteRefusedError(
             "The entry holds an HTML comment marker (<!-- or -->), which would change its "
@@ -110,6 +115,7 @@ def check_entry(settings: Settings, entry: Entry) -> None:
             fix="keep the phrases a user would really say",
         )
     for trigger in entry.triggers:
+        _check_text(trigger, "trigger")
         bad = not trigger.strip() or len(trigger) > MAX_TRIGGER_CHARS
         if bad or any(mark in trigger for mark in (TRIGGER_SEPARATOR, "\n", "<!--", "-->")):
             raise WriteRefusedError(
@@ -120,57 +126,56 @@ def check_entry(settings: Settings, entry: Entry) -> None:
     target_path(entry.target, dt.date(2000, 1, 1))
 
 
+def _check_text(text: str, what: str) -> None:
+    found = _NOT_TEXT.search(text)
+    if found is None:
+        return
+    char = found.group()
+    kind = "a lone surrogate" if "\ud800" <= char <= "\udfff" else "a control character"
+    why = ", which would make the note read as a binary file" if char == "\x00" else ""
+    raise WriteRefusedError(
+        f"The {what} holds {kind} (U+{ord(char):04X}) at character {found.start() + 1}{why}.",
+        fix="pass plain text: letters, digits, punctuation, tabs and line breaks",
+    )
+
+
 def append_entry(
     settings: Settings, lock_dir: Path, entry: Entry, now: dt.datetime
 ) -> WrittenEntry:
-    """Append `entry` to its note (under the writers' lock) and return where it landed."""
+    """Append `entry` to its note (in its turn among the writers) and return where it
+    landed."""
     check_entry(settings, entry)
     vault = Path(os.path.realpath(settings.vault_path()))
     rel_path = target_path(entry.target, now.date())
-    path = _safe_target(vault, rel_path)
-    lock_dir.mkdir(parents=True, exist_ok=True)
+    *folders, name = rel_path.split("/")
+    lock = FairLock(lock_dir / LOCK_FOLDER, timeout=LOCK_TIMEOUT_S)
     try:
-        with FileLock(str(lock_dir / "memory-write.lock"), timeout=LOCK_TIMEOUT_S):
-            return _append(path, rel_path, entry, now)
-    except Timeout:
+        lock.acquire()
+    except LockTimeout:
         raise WriteRefusedError(
-            f"Another writer has held the memory write lock for {LOCK_TIMEOUT_S:.0f} s.",
-            fix="try again; if it persists, stop the other `apus` process",
+            f"Other writers have held the memory write lock for {LOCK_TIMEOUT_S:.0f} s.",
+            fix="try again; if it persists, stop the other `apus` processes",
         ) from None
+    except OSError as exc:
+        raise write_error(f"the write lock in {lock_dir}", exc) from exc
+    try:
+        with _opened(vault, tuple(folders)) as folder:
+            return _append(folder, name, rel_path, entry, now)
+    finally:
+        lock.release()
 
 
-def _safe_target(vault: Path, rel_path: str) -> Path:
-    """The file to append to, refused when it (or its folder) leaves the vault, is a
-    symlink, or is not a Markdown note."""
-    path = vault / rel_path
-    if not is_note_name(path.name):
-        raise WriteRefusedError(f"{rel_path} is not a Markdown note.", fix="write to a .md note")
-    folder = path.parent
-    if folder != vault:
-        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-            raise WriteRefusedError(
-                f"{folder.relative_to(vault)}/ is a link or not a folder; entries are written "
-                "only to real files inside the vault.",
-                fix=f"make {DAILY_FOLDER}/ a plain folder of the vault",
-            )
-        folder.mkdir(exist_ok=True)
-    real_folder = Path(os.path.realpath(folder))
-    if real_folder != vault and not real_folder.is_relative_to(vault):
-        raise WriteRefusedError(
-            f"{rel_path} resolves outside the vault; it is not written.",
-            fix="keep the memory notes inside the vault",
-        )
-    if path.is_symlink():
-        raise WriteRefusedError(
-            f"{rel_path} is a symlink; entries are written only to real files in the vault.",
-            fix=f"replace the link with the note itself, or use a target other than {rel_path}",
-        )
-    return path
+def _opened(vault: Path, folders: tuple[str, ...]) -> NoteFolder:
+    try:
+        return NoteFolder(vault, folders, make=True)
+    except OSError as exc:
+        raise write_error(f"{vault}", exc) from exc
 
 
-def _append(path: Path, rel_path: str, entry: Entry, now: dt.datetime) -> WrittenEntry:
+def _append(
+    folder: NoteFolder, name: str, rel_path: str, entry: Entry, now: dt.datetime
+) -> WrittenEntry:
     daily = rel_path.startswith(DAILY_FOLDER + "/")
-    created = _create_daily(path, now.date()) if daily else False
     # The daily note's name holds the day; MEMORY.md and USER.md keep entries of many days.
     stamp = now.strftime("%H:%M" if daily else "%Y-%m-%d %H:%M")
     body = [
@@ -178,39 +183,64 @@ def _append(path: Path, rel_path: str, entry: Entry, now: dt.datetime) -> Writte
         *annotation_lines(entry.importance, entry.triggers),
         *entry.text.strip().splitlines(),
     ]
-    # O_NOFOLLOW: a link put in place since the checks is refused, not followed.
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise WriteRefusedError(f"{rel_path} is not a regular file.", fix="write elsewhere")
-        lead = _separator(fd)
-        data = (lead + "\n".join(body) + "\n").encode("utf-8")
-        written = os.write(fd, data)  # one write: appended whole, after anything else
-        if written != len(data):
+    text = "\n".join(body) + "\n"
+    fd = folder.open_note(name)
+    if fd is None:
+        heading = f"# {now.date().isoformat()}\n\n" if daily else ""
+        try:
+            made = folder.create_note(name, (heading + text).encode("utf-8"))
+        except WriteRefusedError:
+            folder.forget_made_folder()
+            raise
+        except OSError as exc:
+            folder.forget_made_folder()
+            raise write_error(rel_path, exc) from exc
+        if made:
+            first = heading.count("\n") + 1
+            return WrittenEntry(rel_path, first, first + len(body) - 1, created=True)
+        fd = folder.open_note(name)  # another writer (an editor) made it meanwhile
+        if fd is None:
             raise WriteRefusedError(
-                f"Only {written} of {len(data)} bytes reached {rel_path} (is the disk full?).",
-                fix="free space, then check the end of the note",
+                f"{rel_path} appeared and vanished while the entry was written; it is not written.",
+                fix="write the entry again",
             )
-        os.fsync(fd)
+    try:
+        return _append_to(folder, fd, name, rel_path, text, len(body))
     finally:
         os.close(fd)
-    return _located(path, rel_path, data.decode("utf-8"), lead, len(body), created)
 
 
-def _create_daily(path: Path, day: dt.date) -> bool:
+def _append_to(
+    folder: NoteFolder, fd: int, name: str, rel_path: str, text: str, lines: int
+) -> WrittenEntry:
+    size = os.fstat(fd).st_size
+    lead = _separator(fd, size)
+    data = (lead + text).encode("utf-8")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "w", encoding="utf-8") as note:
-        note.write(f"# {day.isoformat()}\n")
-    return True
+        write_whole(fd, data, rel_path)  # one write: appended whole, after anything else
+        os.fsync(fd)
+    except (WriteRefusedError, OSError) as exc:
+        _take_back(fd, size, data)
+        if isinstance(exc, OSError):
+            raise write_error(rel_path, exc) from exc
+        raise
+    end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: where this write ended
+    start = end - len(data)
+    return _located(folder, fd, name, rel_path, start, data, lead, lines)
 
 
-def _separator(fd: int) -> str:
+def _take_back(fd: int, size: int, data: bytes) -> None:
+    """Truncate the note back to `size`, its size before a write that failed, when what
+    follows is that write's beginning (the writers' lock is held; an editor's text appended
+    meanwhile is never cut)."""
+    grown = os.fstat(fd).st_size - size
+    if 0 < grown <= len(data) and os.pread(fd, grown, size) == data[:grown]:
+        os.ftruncate(fd, size)
+
+
+def _separator(fd: int, size: int) -> str:
     """What goes before the entry so that it starts after a blank line: the file's tail,
     read just before the write."""
-    size = os.fstat(fd).st_size
     if size == 0:
         return ""
     tail = os.pread(fd, 2, max(0, size - 2))
@@ -220,17 +250,31 @@ def _separator(fd: int) -> str:
 
 
 def _located(
-    path: Path, rel_path: str, data: str, lead: str, lines: int, created: bool
+    folder: NoteFolder,
+    fd: int,
+    name: str,
+    rel_path: str,
+    start: int,
+    data: bytes,
+    lead: str,
+    lines: int,
 ) -> WrittenEntry:
-    """Where the entry is now, read back from the file: it must be there, whole."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    entry_text = data[len(lead) :]
-    at = text.rfind(entry_text)
+    """Where the entry is now: read back through the descriptor written to, and the note's
+    name must still hold that file, or another one holding the entry."""
+    info = os.fstat(fd)
+    written = os.pread(fd, start + len(data), 0)
+    entry = data[len(lead.encode("utf-8")) :]
+    if written[start:] == data and folder.identity(name) == (info.st_dev, info.st_ino):
+        first = written.count(b"\n", 0, start + len(lead)) + 1
+        return WrittenEntry(rel_path, first, first + lines - 1, created=False)
+    # Saved over by an editor (replaced, or rewritten in place): is the entry in it?
+    now = folder.read(name) or b""
+    at = now.rfind(entry)
     if at < 0:
         raise WriteRefusedError(
             f"The entry was appended to {rel_path}, but another program saved the note over it "
             "at the same moment: it is not in the note now.",
             fix="write the entry again",
         )
-    start = text.count("\n", 0, at) + 1
-    return WrittenEntry(rel_path, start, start + lines - 1, created)
+    first = now.count(b"\n", 0, at) + 1
+    return WrittenEntry(rel_path, first, first + lines - 1, created=False)

@@ -13,16 +13,20 @@ A search (`search_stages`) runs these steps, marked "Step N" in its body:
 7. Wait for the vector leg.
 8. Rank (`_rank`): merge the legs' scores (weights from config, else leaning on exact words
    for an identifier lookup), add the notes the query names, weigh each candidate by
-   recency, importance and path tier, rerank the final answer's top candidates that
-   `minScore` admits (`_reranked`, `apus.search.rerank`), select by `minScore`, diversify
-   with MMR, build the hits. What ranking learns about a chunk (its record, factors,
-   snippet) and the notes the query names are kept for the search (`_RankingWork`): step 8
-   reuses step 5's.
+   recency, importance (the agent's own memory weighed up), language and path tier, rerank
+   the final answer's top candidates that `minScore` admits (`_reranked`,
+   `apus.search.rerank`), select by `minScore`, diversify with MMR (a factor of each score:
+   the score a hit shows is the one the list is ordered by), build the hits. What ranking
+   learns about a chunk (its record, factors, snippet) and the notes the query names are
+   kept for the search (`_RankingWork`): step 8 reuses step 5's.
 
-It only reads: a keyword index that is missing, damaged or behind the store is reported
-(`keyword_needs_repair`) for the session to repair through the Indexer, never rebuilt here.
-Whether a failing provider raises or leaves keyword results alone is decided in one place,
-`_vector_leg`, from the `strict` flag the session passes in.
+It only reads, and keeps nothing one query learns for the next: a keyword index that is
+missing, damaged or behind the store, a vector file to rebuild, a re-embed that is due are
+said on that query's answer (`LegReport.repair`, `SearchResponse.repairs`) for the session to
+act on through the Indexer, never repaired here. What it keeps are facts of the store
+generation (`search/generation.py`). Whether a failing provider raises or leaves keyword
+results alone is decided in one place, `_vector_leg`, from the `strict` flag the session
+passes in.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import numpy as np
 
@@ -41,7 +45,15 @@ from apus.errors import Problem, ProviderUnavailableError
 from apus.index.keyword import KeywordIndex
 from apus.index.note_filter import NoteFilter
 from apus.index.store import ChunkFacts, ChunkRecord, Store
-from apus.search.chunk_table import Candidates, ChunkTable, Weights, read_candidates, weigh
+from apus.search.chunk_table import (
+    Candidates,
+    ChunkTable,
+    Weights,
+    language_weights,
+    read_candidates,
+    weigh,
+)
+from apus.search.generation import Admitted, GenerationCache, KeywordHealth, Tables
 from apus.search.hybrid import MergedScore, leg_weights, merge_legs
 from apus.search.mmr import mmr_order
 from apus.search.options import Mode, ResolvedOptions, SearchOptions
@@ -56,6 +68,7 @@ from apus.search.ranking import (
 )
 from apus.search.rerank.stage import Reranker, RerankOutcome
 from apus.search.snippet import Snippet, make_snippet
+from apus.search.time_words import DateWindow
 from apus.vault.annotations import without_annotations
 from apus.vault.text import TextTerms
 
@@ -78,6 +91,13 @@ _RELATED_CHUNKS = 12
 # The fix shown when the keyword index cannot answer until a sync rebuilds it.
 _REBUILD_FIX = "apus memory index"
 
+# What a leg found that a sync should do: "keyword" — the keyword index is missing, does not
+# open or is behind the store (bring it up to date); "keyword-damaged" — a query failed on
+# an index that opens (only a rebuild helps, whatever its stamp says); "vectors" —
+# vectors.faiss is missing, damaged or of another width, or a re-embed is due (the next sync
+# makes them from the store).
+Repair = Literal["keyword", "keyword-damaged", "vectors"]
+
 
 @dataclass(frozen=True)
 class LegReport:
@@ -89,6 +109,7 @@ class LegReport:
     # The vector leg only, while its vectors are being built: the share of passages it
     # searched (None: all of them).
     coverage: float | None = None
+    repair: Repair | None = None  # what this query found a sync should do
 
 
 @dataclass(frozen=True)
@@ -105,6 +126,14 @@ class Explanation:
     mmr_position: int | None  # 1-based position chosen by MMR; None when MMR was off
     rerank: float | None = None  # the reranker's score of the passage (None: not reranked)
     reranked: float | None = None  # the relevance after the blend: what ordering weighs
+    # relevance × recency weight × importance × curated × language, before diversity
+    final: float = 0.0
+    # What MMR multiplied `final` by (1.0: nothing above repeats it, or MMR was off)
+    diversity: float = 1.0
+    # 1.0, or languageWeight for a note in another language than the query's candidates'
+    language: float = 1.0
+    # 1.0, or curatedWeight for a passage of the agent's own memory
+    curated: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -123,6 +152,9 @@ class SearchHit:
     explain: Explanation
     source: str = "memory"
     media: MediaFacts | None = None  # an image or audio file: its type and size
+    # Found by meaning alone, no closer than notes that cannot answer come (`search/weak.py`):
+    # set by the session, which knows the model.
+    weak: bool = False
 
     @property
     def citation(self) -> str:
@@ -138,6 +170,15 @@ class SearchResponse:
     legs: dict[str, LegReport] = field(default_factory=dict)
     ms: float = 0.0
     final: bool = True  # False for keyword results that merged results will replace
+    # The dates read from the query's own words ("what did I decide last week"), and whether
+    # they held nothing, so that the notes of any date were searched instead.
+    time_window: DateWindow | None = None
+    widened: bool = False
+
+    @property
+    def repairs(self) -> frozenset[Repair]:
+        """What this search found that a sync should do (the session acts on it, once)."""
+        return frozenset(leg.repair for leg in self.legs.values() if leg.repair is not None)
 
     @property
     def coverage(self) -> float | None:
@@ -159,15 +200,6 @@ class SearchResponse:
         return "vector" if vector_ran else "keyword"
 
 
-@dataclass(frozen=True)
-class _KeywordHealth:
-    ready: bool
-    generation: int
-    reason: str = ""
-    fix: str = ""
-    repair: bool = False  # unusable, damaged or behind the store: a sync should rebuild it
-
-
 @dataclass
 class _Candidate:
     """A candidate chosen to be shown, with its record."""
@@ -177,10 +209,17 @@ class _Candidate:
     factors: RankFactors
     final: float
     mmr_position: int | None = None
+    # The score it is shown with, the one the list is ordered by (`_ordering_scores`).
+    shown: float = 0.0
 
     @property
     def tier(self) -> PathTier:
         return self.factors.tier
+
+    @property
+    def diversity(self) -> float:
+        """What `final` was multiplied by to give the score shown."""
+        return self.shown / self.final if self.final > 0 and self.shown <= self.final else 1.0
 
 
 @dataclass(frozen=True)
@@ -223,6 +262,8 @@ class _Pool:
             importance=float(weights.importance[position]),
             tier=PathTier(int(self.tiers[position])),
             recency_weight=float(weights.recency_weight[position]),
+            language=1.0 if weights.language is None else float(weights.language[position]),
+            curated=1.0 if weights.curated is None else float(weights.curated[position]),
         )
         return _Candidate(record, self.scores[position], factors, float(self.final[position]))
 
@@ -286,14 +327,6 @@ class _VectorStart:
 
 
 @dataclass(frozen=True)
-class Admitted:
-    """What a filter lets through: its notes (file ids) and their chunks."""
-
-    files: frozenset[int]
-    chunks: np.ndarray  # int64 chunk ids, for FAISS's selector
-
-
-@dataclass(frozen=True)
 class _Legs:
     """What the legs of one query returned (None: that leg did not run)."""
 
@@ -317,9 +350,10 @@ class Searcher:
         reranker: Reranker | None = None,
     ) -> None:
         """`vector_leg` (closed with the searcher), or `vector_leg_source` to make it when a
-        search first needs it (a keyword search never does); the source's owner closes what
-        it makes. `reranker`: the second stage shared with other searchers (else one made
-        from the settings, loading its model at the first search that reranks)."""
+        search first needs it (a keyword search never does): a factory that only makes the
+        leg, whose owner closes it. `reranker`: the second stage shared with other searchers
+        (else one made from the settings, loading its model at the first search that
+        reranks)."""
         self.settings = settings
         self.index_dir = settings.index_dir()
         self._leg = vector_leg
@@ -331,14 +365,7 @@ class Searcher:
         self._keyword = KeywordIndex(self.index_dir)
         self._store: Store | None = None
         self._store_lock = threading.Lock()
-        self._health: tuple[tuple[int, int | None], _KeywordHealth] | None = None
-        self._damaged_stamp: int | None = None
-        self._vectors_damaged = False
-        # (generation, its tables once built, or None after the generation's first search)
-        self._tables: tuple[int, tuple[PathWords, ChunkTable] | None] | None = None
-        self._last_path_words: PathWords | None = None  # of an earlier generation, maybe
-        self._admitted: tuple[tuple[int, NoteFilter], Admitted] | None = None
-        self._other_sources: tuple[tuple[int, tuple[str, ...]], bool] | None = None
+        self._generations = GenerationCache()
         # Made for the first query embedding: a keyword search never needs a thread.
         self._pool: ThreadPoolExecutor | None = None
         self._owns_reranker = reranker is None
@@ -421,8 +448,11 @@ class Searcher:
             return
         # Step 7: the vector leg's hits.
         vector_hits, reports["vector"] = start.future.result()
-        if start.covered is not None:
-            reports["vector"] = replace(reports["vector"], coverage=start.report.coverage)
+        if start.covered is not None or start.report.repair is not None:
+            repair = reports["vector"].repair or start.report.repair
+            reports["vector"] = replace(
+                reports["vector"], coverage=start.report.coverage, repair=repair
+            )
         # Step 8: both legs merged and ranked, reusing what step 5 learned.
         legs = _Legs(text_hits, vector_hits, reports, start.covered)
         yield self._response(work, legs, resolved.mode, started)
@@ -436,12 +466,12 @@ class Searcher:
             return None  # a default filter narrows only while transcripts are indexed too
 
         def compute(store: Store) -> Admitted:
-            key = (store.generation(), filters)
-            if self._admitted is None or self._admitted[0] != key:
+            def read() -> Admitted:
                 files = store.file_ids_matching(filters)
                 chunks = np.asarray(store.chunk_ids_of_files(sorted(files)), dtype=np.int64)
-                self._admitted = (key, Admitted(frozenset(files), chunks))
-            return self._admitted[1]
+                return Admitted(frozenset(files), chunks)
+
+            return self._generations.of(store.generation()).admitted(filters, read)
 
         empty = Admitted(frozenset(), np.zeros(0, dtype=np.int64))
         return self._with_store(compute, empty)
@@ -449,10 +479,8 @@ class Searcher:
     def _holds_other_sources(self, store: Store, sources: tuple[str, ...]) -> bool:
         """Whether the store holds files of a source not in `sources`: a scan of every file,
         so asked once per store generation (every commit that adds files bumps it)."""
-        key = (store.generation(), sources)
-        if self._other_sources is None or self._other_sources[0] != key:
-            self._other_sources = (key, store.holds_other_sources(sources))
-        return self._other_sources[1]
+        generation = self._generations.of(store.generation())
+        return generation.other_sources(sources, lambda: store.holds_other_sources(sources))
 
     def _response(
         self, work: _RankingWork, legs: _Legs, mode: Mode, started: float, final: bool = True
@@ -521,47 +549,31 @@ class Searcher:
         return health.ready and not health.repair, health.reason
 
     def keyword_needs_repair(self) -> bool:
-        """Whether the keyword index is missing, damaged or behind the store."""
+        """Whether the keyword index is missing, does not open or is behind the store."""
         return self._keyword_health().repair
 
-    def keyword_damaged(self) -> bool:
-        """Whether a query failed on the current keyword index although it opens: only a
-        rebuild repairs that, whatever its stamp says."""
-        stamp = self._keyword.stamp_signature()
-        return stamp is not None and stamp == self._damaged_stamp
-
-    def _keyword_health(self) -> _KeywordHealth:
+    def _keyword_health(self) -> KeywordHealth:
         generation: int | None = self._with_store(lambda s: s.generation(), None)
         if generation is None:
             from apus.index.readiness import NOT_INDEXED
 
-            return _KeywordHealth(False, 0, NOT_INDEXED.reason, NOT_INDEXED.fix)
+            return KeywordHealth(False, 0, NOT_INDEXED.reason, NOT_INDEXED.fix)
         stamp = self._keyword.stamp_signature()
-        signature = (generation, stamp)
-        if self._health is not None and self._health[0] == signature:
-            # Opening the index to check it costs more than a search: once per change is enough.
-            return self._health[1]
-        if self._health is not None and self._health[0][1] != stamp:
-            # Rewritten by a writer (a rebuild swaps the folder): drop the open reader.
-            self._keyword.close()
-        if stamp is not None and stamp == self._damaged_stamp:
-            health = _KeywordHealth(False, 0, "keyword index damaged", _REBUILD_FIX, repair=True)
-        else:
-            health = self._check_keyword(generation)
-        self._health = (signature, health)
-        return health
+        return self._generations.of(generation).keyword_health(
+            stamp, lambda: self._check_keyword(generation)
+        )
 
-    def _check_keyword(self, generation: int) -> _KeywordHealth:
+    def _check_keyword(self, generation: int) -> KeywordHealth:
         state = self._keyword.state(keep_open=True)
         if state.usable and state.generation == generation:
-            return _KeywordHealth(True, generation)
+            return KeywordHealth(True, generation)
         if state.usable:
             # A writer is between a store commit and the keyword update, or died there:
             # serve its last complete state and let a sync catch up.
-            return _KeywordHealth(
+            return KeywordHealth(
                 True, int(state.generation or 0), "index update in progress", repair=True
             )
-        return _KeywordHealth(False, 0, state.reason, _REBUILD_FIX, repair=True)
+        return KeywordHealth(False, 0, state.reason, _REBUILD_FIX, repair=True)
 
     def _keyword_leg(
         self, terms: tuple[str, ...], k: int, mode: Mode, admitted: Admitted | None
@@ -570,27 +582,27 @@ class Searcher:
             return None, LegReport(False, "not requested (--mode vector)")
         started = time.perf_counter()
         health = self._keyword_health()
+        repair: Repair | None = "keyword" if health.repair else None
         if not health.ready:
-            return None, LegReport(False, health.reason, health.fix)
+            return None, LegReport(False, health.reason, health.fix, repair=repair)
         try:
             allowed = None if admitted is None else admitted.chunks
             hits = dict(self._keyword.search(list(terms), k, health.generation, allowed))
         except Exception as exc:  # damage that opening the index did not show
-            self._damaged_stamp = self._keyword.stamp_signature()
-            self._health = None
             reason = f"keyword index damaged ({type(exc).__name__})"
-            return None, LegReport(False, reason, _REBUILD_FIX)
+            return None, LegReport(False, reason, _REBUILD_FIX, repair="keyword-damaged")
         ms = (time.perf_counter() - started) * 1000
-        return hits, LegReport(True, health.reason, "", len(hits), ms)
+        return hits, LegReport(True, health.reason, "", len(hits), ms, repair=repair)
 
     # -- the vector leg -----------------------------------------------------------------
 
     def _leg_pool(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
+        with self._leg_lock:  # searches of many callers may be the first at once
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
 
-            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
-        return self._pool
+                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="apus-leg")
+            return self._pool
 
     def _start_vector_leg(
         self, query: str, options: ResolvedOptions, admitted: Admitted | None
@@ -606,14 +618,16 @@ class Searcher:
         if leg is None:
             return _VectorStart(None, LegReport(False, "embeddings are off (provider = none)"))
         available = leg.availability()
+        due: Repair | None = "vectors" if available.reembed_due else None
         if available.usable:
             allowed = None if admitted is None else admitted.chunks
             future = self._leg_pool().submit(self._vector_leg, query, options.candidates, allowed)
-            pending = LegReport(False, "pending", coverage=available.coverage)
+            pending = LegReport(False, "pending", coverage=available.coverage, repair=due)
             return _VectorStart(future, pending, covered=available.covered)
         problem = available.problem
         failure = self._unavailable(problem) if available.provider_failed and self.strict else None
-        return _VectorStart(None, LegReport(False, problem.reason, problem.fix), failure)
+        report = LegReport(False, problem.reason, problem.fix, repair=due)
+        return _VectorStart(None, report, failure)
 
     def _vector_leg(
         self, query: str, k: int, allowed: np.ndarray | None
@@ -631,14 +645,8 @@ class Searcher:
                 raise self._unavailable(exc.problem) from exc
             return None, LegReport(False, exc.reason, exc.fix)
         except VectorIndexError as exc:  # the FAISS file: a sync rebuilds it from the store
-            self._vectors_damaged = True
-            return None, LegReport(False, exc.reason, exc.fix)
-        self._vectors_damaged = False
+            return None, LegReport(False, exc.reason, exc.fix, repair="vectors")
         return hits, LegReport(True, "", "", len(hits), (time.perf_counter() - started) * 1000)
-
-    def vectors_need_repair(self) -> bool:
-        """Whether the last vector search found vectors.faiss missing or damaged."""
-        return self._vectors_damaged
 
     def _unavailable(self, problem: Problem) -> ProviderUnavailableError:
         """The one place where a failing provider becomes an error instead of a caveat."""
@@ -661,6 +669,8 @@ class Searcher:
         chosen = self._chosen(work, pool)
         if options.mmr and len(chosen) > 1:
             chosen = self._diversify(work, chosen, options.mmr_lambda)
+        else:
+            _ordering_scores(chosen, [c.final for c in chosen])
         hits = [
             _hit(c, work.snippet_of(c.chunk), legs.vector, work.reranked.get(c.chunk.id))
             for c in chosen
@@ -692,8 +702,13 @@ class Searcher:
             work.reranked[pool.candidates.ids[p]] = (score, float(blended))
         relevance = pool.relevance.copy()
         relevance[at] = outcome.relevance
+        # As `_weighed`: relevance × recency weight × importance × curated × language (the
+        # language weights stay those the fused relevance chose).
         weights = pool.weights
-        return replace(pool, final=relevance * weights.recency_weight * weights.importance)
+        curated = weights.curated if weights.curated is not None else 1.0
+        language = weights.language if weights.language is not None else 1.0
+        factors = weights.recency_weight * weights.importance * curated * language
+        return replace(pool, final=relevance * factors)
 
     def _with_media_facts(self, work: _RankingWork, hits: list[SearchHit]) -> list[SearchHit]:
         """Hits on images and audio carry their type and size (the faces show both)."""
@@ -746,8 +761,11 @@ class Searcher:
         ]
         tiers = self._tiers(work, candidates, paths)
         weights = weigh(candidates, options, work.today)
-        # As `final_score`: relevance × recency weight × importance, in that order.
-        final = relevance * weights.recency_weight * weights.importance
+        language = language_weights(candidates, relevance, options.language_weight)
+        weights = replace(weights, language=language)
+        curated = weights.curated if weights.curated is not None else 1.0
+        # As `final_score`: relevance × recency weight × importance × curated × language.
+        final = relevance * weights.recency_weight * weights.importance * curated * language
         return _Pool(candidates, scores, relevance, keyword, tiers, weights, final)
 
     def _candidates(
@@ -807,26 +825,22 @@ class Searcher:
             work.records.update(found)
         return work.records
 
-    def _tables_of(self, store: Store) -> tuple[PathWords, ChunkTable] | None:
+    def _tables_of(self, store: Store) -> Tables | None:
         """This store generation's tables: every path's words and every chunk's facts.
         None for the generation's first search, which tiers and weighs its candidates one
         by one. The tables cost a pass over every path and chunk (0.1 s and more at 100k
         notes), which repays itself over many searches, not over the one a shell command
         makes."""
-        generation = store.generation()
-        if self._tables is None or self._tables[0] != generation:
-            self._tables = (generation, None)
-        elif self._tables[1] is None:
+
+        def build(last: PathWords | None) -> Tables:
             with store.snapshot():
                 # After an edit, the last path table is brought up to date: only the paths
                 # that changed are read again.
-                last = self._last_path_words
                 files = store.file_paths()
                 paths = PathWords(files) if last is None else last.updated(files)
-                chunks = ChunkTable.read(store, paths.paths)
-            self._tables = self._tables[0], (paths, chunks)
-            self._last_path_words = paths
-        return self._tables[1]
+                return paths, ChunkTable.read(store, paths.paths)
+
+        return self._generations.of(store.generation()).tables(build)
 
     @staticmethod
     def _select(pool: _Pool, options: ResolvedOptions) -> list[int]:
@@ -849,7 +863,8 @@ class Searcher:
 
     @staticmethod
     def _diversify(work: _RankingWork, chosen: list[_Candidate], lam: float) -> list[_Candidate]:
-        """MMR over body relevance; path-tier hits stay on top."""
+        """MMR over body relevance (each score multiplied by its novelty factor); path-tier
+        hits stay on top."""
         head = [c for c in chosen if c.tier > PathTier.NONE]
         tail = mmr_order(
             [c for c in chosen if c.tier == PathTier.NONE],
@@ -857,9 +872,14 @@ class Searcher:
             tokens=lambda c: work.term_set_of(c.chunk),
             lam=lam,
         )
-        ordered = _best_chunk_first(head + tail)
+        placed = head + [d.item for d in tail]
+        values = [c.final for c in head] + [d.item.final * d.factor for d in tail]
+        # A note leads with its best passage: within the places its passages hold, they are
+        # put in score order, and each takes the score of the place it takes.
+        ordered = _best_chunk_first(placed)
         for position, candidate in enumerate(ordered, start=1):
             candidate.mmr_position = position
+        _ordering_scores(ordered, values)
         return ordered
 
     # -- store access -------------------------------------------------------------------
@@ -915,7 +935,7 @@ def _hit(
         start_line=c.chunk.start_line,
         end_line=c.chunk.end_line,
         heading=c.chunk.heading,
-        score=readable_score(c.final),
+        score=readable_score(c.shown),
         snippet=snippet.text,
         highlights=snippet.highlights,
         note_date=c.chunk.note_date,
@@ -934,8 +954,22 @@ def _hit(
             mmr_position=c.mmr_position,
             rerank=None if reranked is None else reranked[0],
             reranked=None if reranked is None else reranked[1],
+            final=c.final,
+            diversity=c.diversity,
+            language=c.factors.language,
+            curated=c.factors.curated,
         ),
     )
+
+
+def _ordering_scores(ordered: list[_Candidate], values: list[float]) -> None:
+    """Give each candidate the score it is shown with: `values[i]` for the i-th place
+    (final × MMR's factor, which never rises down the list), except that the notes the
+    query names, placed first whatever they score, show the answer's best score (their own
+    match stays in the relevance)."""
+    best = max(values, default=0.0)
+    for candidate, value in zip(ordered, values, strict=True):
+        candidate.shown = best if candidate.tier > PathTier.NONE else value
 
 
 def _title_and_headings(chunks: list[ChunkRecord]) -> str:

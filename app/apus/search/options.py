@@ -23,6 +23,11 @@ class SearchOptions:
     min_score: float | None = None  # None: minScore
     filters: NoteFilter = field(default_factory=NoteFilter)
     rerank: bool | None = None  # None: memory.search.rerank.enabled
+    # The session's rules (`Memory.search`), which the Searcher never reads: at most this
+    # many passages of one note, touching ones merged (None: no limit); and, without
+    # since/until, a time in the query's words read as the dates to search.
+    per_note: int | None = None
+    time_words: bool = False
 
     def resolve(
         self, config: QuerySettings, rerank: RerankSettings | None = None
@@ -50,6 +55,8 @@ class SearchOptions:
             half_life_days=decay.half_life_days,
             recency_floor=decay.floor,
             rerank=rerank if reranks else None,
+            curated_weight=config.curated_weight,
+            language_weight=config.language_weight,
         )
 
 
@@ -73,3 +80,5 @@ class ResolvedOptions:
     half_life_days: float
     recency_floor: float
     rerank: RerankSettings | None = None  # the second stage, when it runs
+    curated_weight: float = 1.0  # what the agent's own memory is multiplied by
+    language_weight: float = 1.0  # what a note in another language than the query's is

@@ -14,10 +14,19 @@ from apus.search.engine import SearchHit
 from apus.search.snippet import SNIPPET_CHARS
 
 DEFAULT_PER_NOTE = 2
+# The most passages fetched to fill an answer after per-note: enough for the largest answer
+# (200 passages) at the default of 2 a note.
+OVERFETCH_CAP = 600
 # Lines that may lie between two passages that are still one stretch of text.
 ADJACENT_GAP = 1
 # A merged passage's snippet: the two it joins, no longer than two snippets.
 MERGED_SNIPPET_CHARS = 2 * SNIPPET_CHARS
+
+
+def fetch_for(shown: int, per_note: int) -> int:
+    """How many passages to ask for so that `shown` remain once each note keeps `per_note`:
+    a note's passages past its first `per_note` give way to other notes."""
+    return min(shown * (1 + per_note), OVERFETCH_CAP)
 
 
 def limit_per_note(hits: Sequence[SearchHit], per_note: int) -> list[SearchHit]:

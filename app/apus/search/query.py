@@ -6,10 +6,24 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, replace
 
+from apus.errors import ApusError
 from apus.search.hybrid import is_identifier_lookup
 from apus.search.ranking import QueryPath
 from apus.search.time_words import DateWindow, window_in_query
 from apus.vault.text import query_terms
+
+
+class EmptyQueryError(ApusError):
+    """A query or message with no words in it: nothing to search for."""
+
+
+def require_words(text: str, *, what: str = "query") -> None:
+    """Refuse a blank query (or recall message) rather than answer it with nothing."""
+    if not text.strip():
+        raise EmptyQueryError(
+            f"The {what} is empty: there is nothing to search for.",
+            fix=f"pass the words or the question to look for as the {what}",
+        )
 
 
 @dataclass(frozen=True)

@@ -171,11 +171,13 @@ class RankFactors:
     importance: float
     tier: PathTier
     recency_weight: float = 1.0
+    language: float = 1.0  # languageWeight for a note in another language than the query's
+    curated: float = 1.0  # curatedWeight for a passage of the agent's own memory
 
 
 def final_score(merged: float, factors: RankFactors) -> float:
-    """Hybrid relevance × recency weight × importance multiplier (the tier only orders)."""
-    return merged * factors.recency_weight * factors.importance
+    """Relevance × recency weight × importance × curated × language (the tier only orders)."""
+    return merged * factors.recency_weight * factors.importance * factors.curated * factors.language
 
 
 def readable_score(score: float) -> float:

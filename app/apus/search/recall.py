@@ -8,16 +8,20 @@ costs at most one query embedding and no other model call.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from apus.embed.base import Embedder
 from apus.index.store import ChunkRecord, FileRecord, Store
 from apus.index.triggers import trigger_text, triggers_of, trusted_files
-from apus.index.vectors import cache_key
 from apus.search.snippet import make_snippet
-from apus.vault.annotations import without_annotations
+from apus.vault.annotations import entry_span, without_annotations
 from apus.vault.text import tokenize
+
+# What only a recall by meaning needs is imported when an embedder is given: Claude Code's hook
+# recalls by words in a short process of its own, where numpy's import would cost a third.
+if TYPE_CHECKING:
+    import numpy as np
+
+    from apus.embed.base import Embedder
 
 MAX_ENTRIES = 3
 # Strong match, hybrid: 0.7·cosine + 0.3·coverage. A paraphrase of a trigger scores about
@@ -56,6 +60,10 @@ def recall(
     query_vector: np.ndarray | None = None
     identity = None
     if embedder is not None:
+        import numpy as np
+
+        from apus.index.vectors import cache_key
+
         # Embed first: a remote embedder learns its width from this call, so asking for the
         # identity afterwards costs no separate probe request.
         query_vector = embedder.embed([embedder.query_text(message)], kind="query")[0]
@@ -117,14 +125,20 @@ def _entry(
     chunk = passage or max(store.iter_chunks([record.id]), key=overlap, default=None)
     if chunk is None:
         return None
-    snippet = make_snippet(without_annotations(chunk.text), wanted, width=200)
+    text, start_line, end_line = chunk.text, chunk.start_line, chunk.end_line
+    span = entry_span(text, trigger) if passage is not None else None
+    if span is not None:  # the entry itself, not the neighbours its passage holds
+        first, last = span
+        text = "\n".join(text.splitlines()[first : last + 1])
+        start_line, end_line = chunk.start_line + first, chunk.start_line + last
+    snippet = make_snippet(without_annotations(text), wanted, width=200)
     return RecallEntry(
         path=record.path,
         trigger=trigger,
         score=round(score, 4),
         keyword=round(coverage, 4),
         vector=None if cosine is None else round(cosine, 4),
-        start_line=chunk.start_line,
-        end_line=chunk.end_line,
+        start_line=start_line,
+        end_line=end_line,
         snippet=snippet.text,
     )

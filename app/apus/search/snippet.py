@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
-from apus.vault.text import term_spans
+from apus.vault.text_terms import term_spans
 
 SNIPPET_CHARS = 240
 # The whitespace runs that move what follows them (`\s` is `str.isspace` for str patterns,
@@ -115,3 +117,43 @@ def _collapsed_offset(runs: list[tuple[int, int]], index: int) -> int:
             return index - removed - (index - start - 1)
         removed += end - start - 1
     return index - removed
+
+
+def display_columns(char: str) -> int:
+    """How many columns a character takes on screen: two for a wide (CJK) one, else one."""
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+def within_columns(snippet: Snippet, columns: int) -> Snippet:
+    """`snippet` held to `columns` display columns (a CJK character counts two: it says as
+    much as a short word), as the window of it holding the most highlights."""
+    text = snippet.text
+    if len(text) <= columns // 2 or (text.isascii() and len(text) <= columns):
+        return snippet
+    ends = list(accumulate(display_columns(char) for char in text))
+    if ends[-1] <= columns:
+        return snippet
+    budget = columns - 2  # room for the marks of a cut at either end
+    spans = snippet.highlights
+    starts = [max(0, start - budget // 6) for start, _ in spans] or [0]
+    best_start, best_count = starts[0], -1
+    for start in starts:
+        limit = (ends[start - 1] if start else 0) + budget
+        count = sum(1 for s, e in spans if s >= start and ends[e - 1] <= limit)
+        if count > best_count:
+            best_start, best_count = start, count
+    start = _word_boundary(text, best_start)
+    end = bisect_right(ends, (ends[start - 1] if start else 0) + budget)
+    if end < len(text):
+        # End after a whole word where one ends near the cut (CJK runs have no spaces).
+        space = text.rfind(" ", start + (end - start) * 3 // 4, end)
+        end = space if space > start else end
+    window = text[start:end].strip(" …")
+    offset = start + (len(text[start:end]) - len(text[start:end].lstrip(" …")))
+    lead = "…" if start > 0 or text.startswith("…") else ""
+    tail = "…" if end < len(text) or text.endswith("…") else ""
+    shift = len(lead) - offset
+    kept = tuple(
+        (s + shift, e + shift) for s, e in spans if s >= offset and e <= offset + len(window)
+    )
+    return Snippet(lead + window + tail, kept)

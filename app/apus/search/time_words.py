@@ -83,6 +83,31 @@ def today() -> dt.date:
 class TimeWordsError(ValueError):
     """A `since`/`until` value that names no date."""
 
+    what = "names no date"
+    fix = f"write it as one of {ACCEPTED}"
+
+
+class DateOutOfRangeError(TimeWordsError):
+    """A `since`/`until` value that names a date before year 1 or after year 9999."""
+
+    what = "is out of range (dates run from year 1 to 9999)"
+    fix = "give a date or a span within those years, such as 2y or 2020-01-01"
+
+
+# An amount of a unit ("9999999 days", "5000y"): a span too long for the calendar.
+_AMOUNT = re.compile(r"(\d+)\s*(day|week|month|year|[dwmy])s?\b", re.IGNORECASE)
+_UNIT_DAYS = {"d": 1.0, "w": 7.0, "m": 30.44, "y": 365.25}
+
+
+def _beyond_calendar(words: str, today: dt.date) -> bool:
+    """Whether a span in `words` reaches past year 1 or year 9999 from `today` (dateparser
+    answers such a span with no date at all)."""
+    room = min(today - dt.date.min, dt.date.max - today).days
+    for amount, unit in _AMOUNT.findall(words):
+        if len(amount) > 9 or int(amount) * _UNIT_DAYS[unit[0].lower()] > room:
+            return True
+    return False
+
 
 @dataclass(frozen=True)
 class DateWindow:
@@ -110,13 +135,19 @@ def bound(text: str, *, today: dt.date, end: bool) -> dt.date:
         amount, unit = short.groups()
         found = _parse(f"{amount} {_SHORT_UNITS[unit.lower()]} ago", today)
         if found is None:
-            raise TimeWordsError(words)
+            raise _no_date(words, today)
         return found[0]  # that day itself, not its week or month
     found = _parse(words, today)
     if found is None:
-        raise TimeWordsError(words)
+        raise _no_date(words, today)
     first, last = _span(*found)
     return last if end else first
+
+
+def _no_date(words: str, today: dt.date) -> TimeWordsError:
+    if _beyond_calendar(words, today):
+        return DateOutOfRangeError(words)
+    return TimeWordsError(words)
 
 
 def window_in_query(query: str, *, today: dt.date) -> tuple[DateWindow, str] | None:

@@ -37,6 +37,9 @@ class VectorAvailability:
     # their chunk ids (None: every chunk is covered).
     coverage: float | None = None
     covered: frozenset[int] | None = None
+    # Vectors made before task prefixes existed, and nobody rebuilding them: the next sync
+    # re-embeds them once (the session asks for it when a search says so).
+    reembed_due: bool = False
 
 
 def coverage_sentence(coverage: float) -> str:
@@ -172,6 +175,10 @@ class ProviderVectorLeg:
             return VectorAvailability(True)
         if readiness.state in ("paused", "absent"):
             return VectorAvailability(False, readiness.problem)
+        decision = self.decision()  # as readiness read it (kept until the store changes)
+        due = (
+            readiness.state != "building" and decision is not None and decision.action == "reembed"
+        )
         # A first build or a prefix re-embed: vectors are on their way. Those FAISS already
         # holds are of the current identity (its stamp says so), never another model's or
         # prefix scheme's: serve them as a partial set.
@@ -179,7 +186,11 @@ class ProviderVectorLeg:
         if covered:
             coverage = len(covered) / max(readiness.total, len(covered))
             return VectorAvailability(
-                True, Problem(coverage_sentence(coverage)), coverage=coverage, covered=covered
+                True,
+                Problem(coverage_sentence(coverage)),
+                coverage=coverage,
+                covered=covered,
+                reembed_due=due,
             )
         if readiness.state == "building":
             return VectorAvailability(
@@ -188,7 +199,7 @@ class ProviderVectorLeg:
                     f"embeddings are being built ({readiness.percent}%); keyword results meanwhile"
                 ),
             )
-        return VectorAvailability(False, readiness.problem)
+        return VectorAvailability(False, readiness.problem, reembed_due=due)
 
     def _covered(self) -> frozenset[int]:
         """Chunk ids FAISS holds for the current identity (read only when its stamp has any)."""

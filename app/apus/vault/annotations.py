@@ -62,3 +62,31 @@ def annotation_lines(importance: int | None, triggers: Sequence[str]) -> list[st
     if triggers:
         lines.append(f"<!-- triggers: {f'{TRIGGER_SEPARATOR} '.join(triggers)} -->")
     return lines
+
+
+def entry_span(text: str, trigger: str) -> tuple[int, int] | None:
+    """The lines (0-based, inclusive) of the entry in `text` whose annotation names
+    `trigger`: from the heading above the annotation (else the first line) to the line
+    before the next heading (else the last), blank lines at its end left out. None when no
+    annotation in `text` names it.
+
+    A passage may hold several entries (a chunk of MEMORY.md holds as many as fit); a
+    trigger speaks for its own entry, so recall cites that one.
+    """
+    # Markdown's rules are recall's, not a search's: imported here.
+    from apus.vault.markdown import heading
+
+    lines = text.splitlines()
+    at = next((i for i, line in enumerate(lines) if trigger in _triggers_of_line(line)), None)
+    if at is None:
+        return None
+    first = next((i for i in range(at, -1, -1) if heading(lines[i]) is not None), 0)
+    after = next((i for i in range(at + 1, len(lines)) if heading(lines[i]) is not None), None)
+    last = len(lines) - 1 if after is None else after - 1
+    while last > at and not lines[last].strip():
+        last -= 1
+    return first, last
+
+
+def _triggers_of_line(line: str) -> tuple[str, ...]:
+    return annotations_in(line).triggers if "<!--" in line else ()

@@ -235,12 +235,18 @@ def _pack(
     max_tokens: int,
     overlap: int,
     line_tokens: _LineTokens,
+    *,
+    entries: bool = False,
 ) -> Iterator[list[_Piece]]:
     group: list[_Piece] = []
     tokens = 0
     upcoming = iter(pieces)
     piece = next(upcoming, None)
     while piece is not None:
+        if entries and piece.is_heading and any(not kept.is_heading for kept in group):
+            # A note of entries: each heading starts one, and one entry is one passage.
+            yield group
+            group, tokens = [], 0
         if piece.part is not None:
             # A slice of a huge line is a chunk of its own: its text is not whole lines.
             if group:
@@ -277,23 +283,28 @@ def _heading_path(group: list[_Piece], paths: list[tuple[str, ...]]) -> tuple[st
     return paths[group[-1].start]
 
 
-def chunk_note(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) -> list[Chunk]:
+def chunk_note(
+    note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80, entries: bool = False
+) -> list[Chunk]:
     """Every chunk of `note` (see `iter_chunks`), in a list."""
-    return list(iter_chunks(note, max_tokens=max_tokens, overlap=overlap))
+    return list(iter_chunks(note, max_tokens=max_tokens, overlap=overlap, entries=entries))
 
 
-def iter_chunks(note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80) -> Iterator[Chunk]:
+def iter_chunks(
+    note: ParsedNote, *, max_tokens: int = 400, overlap: int = 80, entries: bool = False
+) -> Iterator[Chunk]:
     """Cut the body of `note` into chunks of at most `max_tokens` (as `count_tokens` counts),
     made as they are consumed.
 
     Blocks (headings, fenced code, paragraphs) stay whole when they fit; chunks preferably
     end before a heading; each chunk after a cut inside a section repeats up to `overlap`
     tokens of whole trailing lines of the one before. Only a single character that alone
-    costs more than `max_tokens` can exceed it.
+    costs more than `max_tokens` can exceed it. With `entries` (a note of entries, such as
+    MEMORY.md), every heading starts a chunk: no entry shares a passage with its neighbours.
     """
     if max_tokens < 1 or overlap < 0:
         raise ValueError(f"need max_tokens >= 1 and overlap >= 0, got {max_tokens}, {overlap}")
-    return _chunks(note, max_tokens, overlap)
+    return _chunks(note, max_tokens, overlap, entries)
 
 
 # Where `str.splitlines` breaks a line besides \r\n, \r and \n, the only breaks of a note.
@@ -310,12 +321,13 @@ def _body_lines(body: str) -> list[str]:
     return [line.rstrip("\r\n") for line in split_lines(body)]
 
 
-def _chunks(note: ParsedNote, max_tokens: int, overlap: int) -> Iterator[Chunk]:
+def _chunks(note: ParsedNote, max_tokens: int, overlap: int, entries: bool) -> Iterator[Chunk]:
     lines = _body_lines(note.body)
     blocks, paths = _blocks(lines)
     line_tokens = _LineTokens(lines)
     pieces = _pieces(lines, blocks, max_tokens, line_tokens)
-    for ordinal, group in enumerate(_pack(pieces, lines, max_tokens, overlap, line_tokens)):
+    packed = _pack(pieces, lines, max_tokens, overlap, line_tokens, entries=entries)
+    for ordinal, group in enumerate(packed):
         first, last = group[0], group[-1]
         if first.part is not None:
             text, tokens = first.part, first.tokens  # counted when it was cut

@@ -387,6 +387,54 @@ def _relative(path: str, vault: str) -> str:
     return "" if rel_path == "." else rel_path.replace(os.sep, "/")
 
 
+def scan_notes(
+    vault: Path,
+    rel_paths: Sequence[str],
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    cross_devices: bool = False,
+) -> ScanResult:
+    """The notes at `rel_paths` of `vault` alone, listed as the walk would list them (what
+    it would not list, or not find, is left out: hidden, ignored, reached through a link,
+    on another device, gone): what a sync of a few known notes reads."""
+    real_vault = os.path.realpath(vault)
+    rules = IgnoreRules.load(Path(real_vault))
+    device = os.stat(real_vault).st_dev
+    files: list[ScannedFile] = []
+    skipped: list[SkippedFile] = []
+    for rel_path in rel_paths:
+        path = os.path.join(real_vault, *rel_path.split("/"))
+        if not _walk_lists(rel_path, rules) or os.path.realpath(path) != path:
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev != device and not cross_devices):
+            continue
+        if st.st_size > max_file_bytes:
+            skipped.append(SkippedFile(rel_path, _too_large(st.st_size, max_file_bytes)))
+            continue
+        identity = (st.st_dev, st.st_ino)
+        files.append(ScannedFile(rel_path, Path(path), st.st_size, st.st_mtime_ns, identity))
+    return ScanResult(files, skipped)
+
+
+def _walk_lists(rel_path: str, rules: IgnoreRules) -> bool:
+    """Whether the walk lists the note at `rel_path` (its name and every folder on the way
+    visible, not ignored)."""
+    parts = rel_path.split("/")
+    if not is_note_name(parts[-1]) or not _is_utf8(rel_path):
+        return False
+    for depth, name in enumerate(parts, start=1):
+        if name.startswith(".") or name in IGNORED_NAMES or name in ("", ".."):
+            return False
+        is_dir = depth < len(parts)
+        if rules.ignores("/".join(parts[:depth]), name, is_dir=is_dir):
+            return False
+    return True
+
+
 def scan_roots(
     vault: Path,
     extra_paths: Sequence[Path] = (),

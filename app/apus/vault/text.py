@@ -5,15 +5,30 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from itertools import pairwise
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from whoosh.lang.porter2 import stem as _porter2
 
 from apus.vault import marks_table
+
+# `TextTerms` has a module of its own (`apus.vault.text_terms`), which imports this one: it is
+# found here too, on first use, for the modules that still name it here. Type checkers see the
+# name alone, so any other name missing here is still an error to them.
+if TYPE_CHECKING:
+    from apus.vault.text_terms import TextTerms as TextTerms
+else:
+
+    def __getattr__(name: str) -> object:
+        if name == "TextTerms":
+            from apus.vault.text_terms import TextTerms
+
+            return TextTerms
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Bump when analysis changes: a keyword index made with another version is rebuilt.
 # 2: keyword terms are English stems (`keyword_term`).
@@ -120,7 +135,7 @@ def _cjk_unit_re() -> re.Pattern[str]:
     return re.compile(_cjk_unit())
 
 
-_ASCII_WORD_RE = re.compile(r"[A-Za-z0-9]+")
+ASCII_WORD_RE = re.compile(r"[A-Za-z0-9]+")
 # Words longer than this many characters cost one more token per further block of it.
 _LONG_WORD_BLOCK = 12
 
@@ -140,14 +155,14 @@ def _fold_unicode(text: str) -> str:
 
 
 @lru_cache(maxsize=65_536)
-def _fold_unit(unit: str) -> str:
+def fold_unit(unit: str) -> str:
     return fold(unit)
 
 
-def _fold_word(word: str) -> str:
+def fold_word(word: str) -> str:
     # Plain ASCII words are the bulk of most notes; lower() equals fold() for them. Other
     # words recur as ASCII ones do, and folding one normalises it twice: kept.
-    return word.lower() if word.isascii() else _fold_unit(word)
+    return word.lower() if word.isascii() else fold_unit(word)
 
 
 class Token(NamedTuple):
@@ -162,9 +177,9 @@ class Token(NamedTuple):
 def _cjk_tokens(text: str, start: int, end: int, unit_re: re.Pattern[str]) -> Iterator[Token]:
     units = [m.span() for m in unit_re.finditer(text, start, end)]
     if len(units) == 1:
-        yield Token(_fold_unit(text[start:end]), start, end)
+        yield Token(fold_unit(text[start:end]), start, end)
         return
-    terms = [_fold_unit(text[s:e]) for s, e in units]
+    terms = [fold_unit(text[s:e]) for s, e in units]
     for i in range(len(units) - 1):
         yield Token(terms[i] + terms[i + 1], units[i][0], units[i + 1][1])
 
@@ -178,12 +193,12 @@ def tokenize(text: str) -> Iterator[Token]:
     if text.isascii():
         # The same tokens as below (no CJK, no marks; `[^\W_]` is `[A-Za-z0-9]` on ASCII)
         # without building the Unicode patterns.
-        for match in _ASCII_WORD_RE.finditer(text):
+        for match in ASCII_WORD_RE.finditer(text):
             yield Token(match.group().lower(), *match.span())
-    elif _ASTRAL_RE.search(text) is None:
-        # The patterns cut to U+FFFF, as `_unicode_terms` uses them: 20 µs against 27 µs
+    elif ASTRAL_RE.search(text) is None:
+        # The patterns cut to U+FFFF, as `unicode_terms` uses them: 20 µs against 27 µs
         # for a translated tldr page with marks (Lao, Devanagari; 190 characters).
-        bmp = _bmp_patterns()
+        bmp = bmp_patterns()
         yield from _tokenize_unicode(text, bmp.token, bmp.cjk_unit)
     else:
         yield from _tokenize_unicode(text)
@@ -200,7 +215,7 @@ def _tokenize_unicode(
         if match.lastgroup == "cjk":
             yield from _cjk_tokens(text, start, end, unit_re)
         else:
-            yield Token(_fold_word(match.group()), start, end)
+            yield Token(fold_word(match.group()), start, end)
 
 
 # Texts longer than this are counted in windows of about this many characters.
@@ -259,7 +274,7 @@ _ASCII_CLASSES = str.maketrans(
         for code in range(128)
     }
 )
-_CJK_CHAR_RE = re.compile(f"[{_CJK}]")
+CJK_CHAR_RE = re.compile(f"[{_CJK}]")
 # A run of 13 or more letters and digits: a long word, one more token per further 12.
 _LONG_RUN = "a" * (_LONG_WORD_BLOCK + 1)
 _LONG_RUN_RE = re.compile(f"a{{{_LONG_WORD_BLOCK + 1},}}")
@@ -275,7 +290,7 @@ class _UnicodeClasses(dict[int, str]):
         if len(self) >= _UNICODE_CLASSES_MAX:
             self.clear()
         char = chr(code)
-        if _CJK_CHAR_RE.match(char):
+        if CJK_CHAR_RE.match(char):
             found = "c"
         elif char.isalnum():  # what `re`'s \w is, less `_`
             found = "a"
@@ -312,23 +327,6 @@ def _tenths(text: str) -> int:
     return tenths
 
 
-@lru_cache(maxsize=256)
-def _ascii_terms_re(terms: frozenset[str]) -> re.Pattern[str] | None:
-    """Whole ASCII words equal to one of `terms`, in lowered ASCII text (None: no term could
-    be one)."""
-    ascii_terms = sorted(t for t in terms if t.isascii() and _ASCII_WORD_RE.fullmatch(t))
-    if not ascii_terms:
-        return None
-    either = "|".join(re.escape(term) for term in ascii_terms)
-    return re.compile(rf"(?<![a-z0-9])(?:{either})(?![a-z0-9])")
-
-
-def term_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
-    """Where `text` has a token whose term is one of `terms`, in order: the spans of those
-    tokens of `tokenize(text)` (`TextTerms.spans`)."""
-    return TextTerms(text).spans(terms) if terms else []
-
-
 # Function words a query carries but a note's relevance does not: "where do I keep the wifi
 # password" should match on wifi and password, not on every note that says "I" and "the".
 # Only queries are filtered (the index keeps every word), so this needs no index rebuild.
@@ -362,8 +360,8 @@ def keyword_terms(text: str) -> list[str]:
     """The terms the keyword index stores for `text`, in order: `keyword_term` of each token."""
     if text.isascii():
         # As `tokenize`'s ASCII path; lowering the whole text first moves no offsets.
-        return _stems(_ASCII_WORD_RE.findall(text.lower()))
-    return _stems(_unicode_terms(text))
+        return _stems(ASCII_WORD_RE.findall(text.lower()))
+    return _stems(unicode_terms(text))
 
 
 # Stems of the folded terms met so far (looked up in a dict: most terms of a text recur);
@@ -386,7 +384,7 @@ def _stems(terms: list[str]) -> list[str]:
     return list(map(stems.__getitem__, terms))
 
 
-def _unicode_terms(text: str) -> list[str]:
+def unicode_terms(text: str) -> list[str]:
     """The terms of `_tokenize_unicode`, without making a `Token` for every word (that was
     most of the cost of analysing a note with one non-ASCII character).
 
@@ -396,41 +394,41 @@ def _unicode_terms(text: str) -> list[str]:
     cut to U+FFFF, and one without marks or CJK as well needs only letters and digits.
     """
     per_character = False
-    if _ASTRAL_RE.search(text) is not None:
+    if ASTRAL_RE.search(text) is not None:
         token_re, unit_re = _token_re(), _cjk_unit_re()
     else:
-        bmp = _bmp_patterns()
+        bmp = bmp_patterns()
         if bmp.special.search(text) is None:
-            return [_fold_word(word) for word in _LETTERS_RE.findall(text)]
+            return [fold_word(word) for word in LETTERS_RE.findall(text)]
         token_re, unit_re = bmp.token, bmp.cjk_unit
         # Nothing continues a CJK character: each is a unit of its own.
         per_character = bmp.continuation.search(text) is None
     terms: list[str] = []
     for cjk, word in token_re.findall(text):
         if word:
-            terms.append(_fold_word(word))
+            terms.append(fold_word(word))
         elif per_character:
-            terms.extend(_cjk_character_terms(cjk))
+            terms.extend(cjk_character_terms(cjk))
         else:
-            terms.extend(_cjk_terms(cjk, unit_re))
+            terms.extend(cjk_terms(cjk, unit_re))
     return terms
 
 
-def _cjk_terms(run: str, unit_re: re.Pattern[str]) -> list[str]:
+def cjk_terms(run: str, unit_re: re.Pattern[str]) -> list[str]:
     """The terms of `_cjk_tokens` for one run of CJK characters."""
     units = unit_re.findall(run)
     if len(units) == 1:
-        return [_fold_unit(run)]
-    folded = [_fold_unit(unit) for unit in units]
+        return [fold_unit(run)]
+    folded = [fold_unit(unit) for unit in units]
     return [first + second for first, second in pairwise(folded)]
 
 
-def _cjk_character_terms(run: str) -> list[str]:
-    """`_cjk_terms` of a run whose units are its characters: each folded through a table
+def cjk_character_terms(run: str) -> list[str]:
+    """`cjk_terms` of a run whose units are its characters: each folded through a table
     (a CJK character folds to one character; if one does not, unit by unit as there)."""
     folded = run.translate(_CJK_FOLDS)
     if len(folded) != len(run):  # none folds to nothing, so one folded to several
-        return _cjk_terms(run, _cjk_unit_re())
+        return cjk_terms(run, _cjk_unit_re())
     if len(folded) == 1:
         return [folded]
     return [first + second for first, second in pairwise(folded)]
@@ -452,14 +450,14 @@ _CJK_FOLDS = _CharacterFolds()
 
 
 # A word of a text without marks or CJK: what `_token_re`'s words are there.
-_LETTERS_RE = re.compile(r"[^\W_]+")
+LETTERS_RE = re.compile(r"[^\W_]+")
 # A code point beyond U+FFFF: a search, not `max(text) > "\uffff"` (1.9 µs against 7.7 µs
 # on a translated tldr page of 400 characters).
-_ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
+ASTRAL_RE = re.compile("[\U00010000-\U0010ffff]")
 
 
 @dataclass(frozen=True)
-class _BmpPatterns:
+class BmpPatterns:
     token: re.Pattern[str]  # `_token_re()` for text within U+FFFF
     cjk_unit: re.Pattern[str]  # `_cjk_unit_re()` for text within U+FFFF
     special: re.Pattern[str]  # any mark or CJK character within U+FFFF
@@ -472,14 +470,14 @@ class _BmpPatterns:
 
 
 @cache
-def _bmp_patterns() -> _BmpPatterns:
+def bmp_patterns() -> BmpPatterns:
     marks = _within_bmp(_mark_classes()[1])
     cjk = _within_bmp(_CJK)
     continuation = f"[{_within_bmp(_HANGUL_CONT)}{marks}\uff9e\uff9f]"
     unit = f"[{cjk}]{continuation}*"
     word_char = rf"[^\W_{cjk}]"
     word = rf"{word_char}+(?:[{marks}]+{word_char}*)*"
-    return _BmpPatterns(
+    return BmpPatterns(
         token=re.compile(rf"(?P<cjk>(?:{unit})+)|(?P<word>{word})"),
         cjk_unit=re.compile(unit),
         special=re.compile(f"[{marks}{cjk}]"),
@@ -505,139 +503,6 @@ def _within_bmp(body: str) -> str:
 
 # One end of a range in a class body: an escaped character or any other but `-`.
 _CLASS_END_RE = re.compile(r"\\.|[^-]", re.DOTALL)
-
-
-class TextTerms:
-    """The folded terms of a text (`tokenize`'s) found from its distinct words and CJK runs,
-    not token by token: the set of them (`terms`: what MMR compares) and where the tokens
-    with some terms are (`spans`: a snippet's highlights), without a `Token` for each word.
-
-    A search does both for each chunk it shows, most of them translated pages: on the
-    search bench's hits (tldr x3), both take 28 µs for a text of Cyrillic or Greek words
-    against 72 µs through `tokenize`, 64 against 203 for Korean or Chinese (best of 15).
-    """
-
-    __slots__ = ("_runs", "_terms", "_words", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        # Each distinct word -> its term, each distinct CJK run -> its terms (bigrams in
-        # order, or the one term of a single unit). None: `spans` tokenises the text.
-        self._words: dict[str, str] | None = None
-        self._runs: dict[str, list[str]] | None = None
-        self._terms: frozenset[str] | None = None
-        if text.isascii():
-            return  # terms on first use: a snippet of ASCII text needs only its regex
-        if _ASTRAL_RE.search(text) is not None:
-            self._terms = frozenset(_unicode_terms(text))
-            return
-        bmp = _bmp_patterns()
-        if bmp.special.search(text) is None:
-            # No mark, no CJK: a token is a longest run of letters and digits.
-            self._words = _folded_words(set(_LETTERS_RE.findall(text)))
-            self._runs = {}
-            self._terms = frozenset(self._words.values())
-        elif bmp.continuation.search(text) is None:
-            # No mark, no CJK continuation: a word is a longest run of letters and digits
-            # that are not CJK, a CJK run a longest run of CJK characters, each its own
-            # unit (`_unicode_terms`'s `per_character`). A token is told from its
-            # neighbours alone (`spans`).
-            self._words = _folded_words(set(bmp.plain_word.findall(text)))
-            runs = set(bmp.plain_run.findall(text))
-            self._runs = {run: _cjk_character_terms(run) for run in runs}
-            terms = set(self._words.values())
-            for run_terms in self._runs.values():
-                terms.update(run_terms)
-            self._terms = frozenset(terms)
-        else:
-            terms = set()
-            for cjk, word in set(bmp.token.findall(text)):
-                if word:
-                    terms.add(_fold_word(word))
-                else:
-                    terms.update(_cjk_terms(cjk, bmp.cjk_unit))
-            self._terms = frozenset(terms)
-
-    @property
-    def terms(self) -> frozenset[str]:
-        """The set of folded terms of the text (`tokenize`'s)."""
-        if self._terms is None:
-            # As `tokenize`'s ASCII path; lowering the whole text first moves no offsets.
-            self._terms = frozenset(_ASCII_WORD_RE.findall(self.text.lower()))
-        return self._terms
-
-    def spans(self, terms: frozenset[str]) -> list[tuple[int, int]]:
-        """Where the text has a token whose term is one of `terms`, in order: the spans of
-        those tokens of `tokenize(text)`.
-
-        ASCII text is searched for the terms alone (one regex pass). Text of letters, or of
-        letters and CJK without marks, is searched for the words and runs whose terms are
-        among `terms`, each occurrence kept when its neighbours cannot continue it (what
-        makes it a token there). Other text (marks, code points beyond U+FFFF) is tokenised.
-        """
-        text = self.text
-        if not terms:
-            return []
-        if text.isascii():
-            pattern = _ascii_terms_re(terms)
-            return [] if pattern is None else [m.span() for m in pattern.finditer(text.lower())]
-        wanted = self.terms & terms
-        if not wanted:
-            return []
-        if self._words is None or self._runs is None:
-            return [(t.start, t.end) for t in tokenize(text) if t.term in wanted]
-        found: list[tuple[int, int]] = []
-        for word, term in self._words.items():
-            if term in wanted:
-                found.extend(_whole(text, word, _continues_word))
-        for run, run_terms in self._runs.items():
-            if wanted.isdisjoint(run_terms):
-                continue
-            for start, end in _whole(text, run, _continues_run):
-                if end - start == 1:  # one unit: one token, not a bigram
-                    found.append((start, end))
-                else:
-                    found.extend(
-                        (start + k, start + k + 2)
-                        for k, term in enumerate(run_terms)
-                        if term in wanted
-                    )
-        # Tokens start at distinct offsets, in `tokenize`'s order.
-        found.sort()
-        return found
-
-
-def _folded_words(words: set[str]) -> dict[str, str]:
-    """Each word with its folded term (`_fold_word`), the ASCII ones lowered at once."""
-    ascii_words = list(filter(str.isascii, words))
-    folded = dict(zip(ascii_words, map(str.lower, ascii_words), strict=True))
-    others = words.difference(ascii_words)
-    folded.update(zip(others, map(_fold_unit, others), strict=True))
-    return folded
-
-
-def _whole(text: str, part: str, continues: Callable[[str], bool]) -> Iterator[tuple[int, int]]:
-    """The spans where `part` stands in `text` with no neighbour that `continues` it."""
-    size, length = len(part), len(text)
-    start = text.find(part)
-    while start >= 0:
-        end = start + size
-        if (start == 0 or not continues(text[start - 1])) and (
-            end == length or not continues(text[end])
-        ):
-            yield start, end
-        start = text.find(part, start + 1)
-
-
-def _continues_word(char: str) -> bool:
-    """Whether `char` is a word character (`[^\\W_]`, not CJK) in text without marks."""
-    return char.isalnum() and _CJK_CHAR_RE.match(char) is None
-
-
-def _continues_run(char: str) -> bool:
-    """Whether `char` is CJK: in text without marks or CJK continuations, each CJK
-    character is a unit of its own, and a run of them one match."""
-    return _CJK_CHAR_RE.match(char) is not None
 
 
 def query_terms(query: str) -> list[str]:

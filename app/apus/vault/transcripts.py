@@ -1,24 +1,25 @@
-"""Agent session transcripts: where they are, reading their JSONL events from an offset, the
-active branch, and chunks by turns.
+"""Agent session transcripts: reading their JSONL lines from an offset, the active branch,
+and chunks by turns.
 
-A transcript is `<root>/<agentId>/sessions/<sessionId>.jsonl`: a `session` header line, then
-one event per line. Events with an `id` and a `parentId` form a tree; the active branch is the
-chain of parents ending at the last `message` event. Only the text parts of user and assistant
-messages on it are conversation text: thinking, tool calls and tool results never are.
-Pure functions over files: nothing here writes.
+A transcript is one JSONL file; a `LineReader` for its client's format (this module's
+`AgentLines` for `<root>/<agentId>/sessions/<sessionId>.jsonl`, `claude_code_transcripts`
+and `codex_transcripts` for those clients' own files) records each line's event in a
+`Reading`. Events with an id and a parent form a tree; the active branch is the chain of
+parents ending at the last message. Only the text of user and assistant messages on it is
+conversation text (tool calls and their results too when `memory.search.sessions.toolCalls`
+says so); thinking never is. Pure functions over files: nothing here writes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
-import os
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from apus.config import SearchSettings, Settings
 from apus.vault.chunk import Chunk
@@ -46,6 +47,8 @@ KNOWN_EVENTS = frozenset(
     }
 )
 INDEXED_ROLES = ("user", "assistant")
+# The role of a message that holds only tool calls or results (indexed when asked).
+TOOL_ROLE = "tool"
 # Bump when transcript chunk boundaries or chunk text change: stored ones are re-made.
 TRANSCRIPT_CHUNKING_VERSION = 1
 # How much of what was already read is hashed to notice a file rewritten rather than appended.
@@ -53,7 +56,7 @@ TAIL_CHECK_BYTES = 4096
 # A chunk cut at a turn boundary must be at least this full; see _HEADING_CUT_MIN_FILL in
 # apus.vault.chunk (the same reasoning: many short turns must not become many tiny chunks).
 _TURN_CUT_MIN_FILL = 0.5
-_ROLE_LABELS = {"user": "User", "assistant": "Assistant"}
+_ROLE_LABELS = {"user": "User", "assistant": "Assistant", TOOL_ROLE: "Tool"}
 
 
 def enabled(search: SearchSettings) -> bool:
@@ -62,9 +65,11 @@ def enabled(search: SearchSettings) -> bool:
 
 
 def roots(settings: Settings) -> list[Path]:
-    """The configured transcript roots, absolute (relative ones are taken from the vault)."""
-    base = settings.vault_path()
-    return [(base / Path(p).expanduser()).resolve() for p in settings.search.sessions.paths]
+    """Every folder transcripts are read from: the configured roots, then the clients' own
+    (whether or not they exist)."""
+    from apus.vault.transcript_sources import sources
+
+    return [source.root for source in sources(settings)]
 
 
 def store_path(session_key: str) -> str:
@@ -85,63 +90,11 @@ class TranscriptFile:
     session: str
     size: int
     mtime_ns: int
+    client: str = "paths"  # whose format it is (apus.vault.transcript_sources)
 
     @property
     def key(self) -> str:
         return f"{self.agent}/{self.session}"
-
-
-def find_transcripts(
-    roots: Sequence[Path], cancel: threading.Event | None = None
-) -> tuple[list[TranscriptFile], list[tuple[str, str]]]:
-    """Every `<root>/<agent>/sessions/<session>.jsonl`, and (store path, reason) for those that
-    cannot be read. A session key found under two roots is taken from the first."""
-    found: dict[str, TranscriptFile] = {}
-    problems: list[tuple[str, str]] = []
-    for root in roots:
-        for agent_dir in _folders(root):
-            for entry in _entries(Path(agent_dir.path) / "sessions"):
-                if cancel is not None and cancel.is_set():
-                    return list(found.values()), problems
-                if not entry.name.endswith(SUFFIX) or entry.name.startswith("."):
-                    continue
-                key = f"{agent_dir.name}/{entry.name[: -len(SUFFIX)]}"
-                if key in found:
-                    continue
-                try:
-                    if not entry.is_file():
-                        continue
-                    info = entry.stat()
-                except OSError as exc:
-                    problems.append((store_path(key), (exc.strerror or str(exc)).lower()))
-                    continue
-                found[key] = TranscriptFile(
-                    Path(entry.path),
-                    agent_dir.name,
-                    entry.name[: -len(SUFFIX)],
-                    info.st_size,
-                    info.st_mtime_ns,
-                )
-    return sorted(found.values(), key=lambda t: t.key), problems
-
-
-def _folders(root: Path) -> list[os.DirEntry[str]]:
-    return [e for e in _entries(root) if not e.name.startswith(".") and _is_dir(e)]
-
-
-def _entries(folder: Path) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(folder) as listing:
-            return sorted(listing, key=lambda e: e.name)
-    except OSError:  # missing, not a folder, unreadable: nothing to index there
-        return []
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -149,7 +102,8 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 @dataclass(frozen=True)
 class Header:
-    """The first line: who the session is and what it was spawned from."""
+    """Who the session is and what it was spawned from (from its header line, or the first
+    line that says, in formats without one)."""
 
     session_id: str
     timestamp: str
@@ -159,7 +113,8 @@ class Header:
 
 @dataclass(frozen=True)
 class Message:
-    """A user or assistant message's text, and where it is in the file."""
+    """A user or assistant message's text (or, when indexed, a tool call's or result's), and
+    where it is in the file."""
 
     entry_id: str
     line: int  # 1-based line of the file
@@ -207,15 +162,41 @@ class Reading:
     parents: dict[str, str | None] = field(default_factory=dict)  # event id -> parent id
     messages: dict[str, Message] = field(default_factory=dict)  # indexed messages by id
     order: list[str] = field(default_factory=list)  # event ids in file order
-    last_message: str | None = None  # the last message event (any role)
+    last_message: str | None = None  # where the active branch ends: the last message event
     last_timestamp: str = ""
     skipped: LineCounts = field(default_factory=LineCounts)
     end: ReadPosition = field(default_factory=ReadPosition)
+    # The branch was moved back past where this read started (a rollback): only a read from
+    # the start can tell where it ends now.
+    reaches_back: bool = False
+
+    def add_message(self, message: Message) -> None:
+        """An indexed message, already placed in `parents`."""
+        self.messages[message.entry_id] = message
+
+    def move_tip(self, entry: str | None) -> None:
+        """End the active branch at `entry` (an earlier event, or None for none at all)."""
+        self.last_message = entry
+        if entry is not None and entry not in self.parents:
+            self.reaches_back = True
 
 
-def read_transcript(path: Path, agent: str, start: ReadPosition, max_line_bytes: int) -> Reading:
-    """Read complete lines from `start.offset` to the end of the file (`agent`: the agent
-    whose session it is, which a bare parent session id belongs to).
+class LineReader(Protocol):
+    """One client's transcript format: records what each line means in a `Reading`."""
+
+    def take(
+        self, reading: Reading, event: dict[str, Any] | None, line: int, last_entry: str | None
+    ) -> str | None:
+        """Record the event of file line `line` (None: the line is not a JSON object), whose
+        parent is `last_entry` when it names none; returns the id of the last event with one."""
+        ...
+
+
+def read_transcript(
+    path: Path, lines: LineReader, start: ReadPosition, max_line_bytes: int
+) -> Reading:
+    """Read complete lines from `start.offset` to the end of the file, each recorded by
+    `lines` (the reader of the transcript's format).
 
     A last line without its newline is taken only when it is already a whole JSON object (a
     half-written one never is); otherwise it waits for the next read.
@@ -233,7 +214,7 @@ def read_transcript(path: Path, agent: str, start: ReadPosition, max_line_bytes:
                 event = _decode(raw)
                 if not complete and event is None:
                     break  # half-written: the writer has not finished this line yet
-                last_entry = _take(reading, event, line_no + 1, last_entry, agent)
+                last_entry = lines.take(reading, event, line_no + 1, last_entry)
             offset += size
             line_no += 1
     reading.end = ReadPosition(offset, line_no, last_entry)
@@ -268,41 +249,65 @@ def _decode(raw: bytes) -> dict[str, Any] | None:
     return event if isinstance(event, dict) else None
 
 
-def _take(
-    reading: Reading, event: dict[str, Any] | None, line: int, last_entry: str | None, agent: str
-) -> str | None:
-    """Record one line's event; returns the id of the last event with one."""
-    if event is None:
-        reading.skipped.malformed += 1
-        return last_entry
-    kind = event.get("type")
-    if kind == "session":
-        reading.header = _header(event, agent)
-        if reading.header.timestamp:
-            reading.last_timestamp = max(reading.last_timestamp, reading.header.timestamp)
-        return last_entry
-    if kind not in KNOWN_EVENTS:
-        reading.skipped.unknown += 1
-        return last_entry
-    # Events of the linear (older) format have no ids: each follows the one before it.
-    entry_id = _text(event.get("id")) or f"line:{line}"
-    parent = _text(event.get("parentId")) if "parentId" in event else last_entry
-    reading.parents[entry_id] = parent
-    reading.order.append(entry_id)
-    timestamp = normalise_timestamp(event.get("timestamp"))
-    if kind == "message":
-        body = event.get("message")
-        if not isinstance(body, dict) or not isinstance(body.get("role"), str):
+class AgentLines:
+    """The format of `<root>/<agentId>/sessions/<sessionId>.jsonl`: a `session` header line,
+    then events with `id` and `parentId` (or, in the older linear format, none: each follows
+    the one before it); `message` events hold `{role, content}`."""
+
+    def __init__(self, agent: str, *, tool_calls: bool = False) -> None:
+        self.agent = agent  # whose session it is: a bare parent session id belongs to it
+        self.tool_calls = tool_calls
+
+    def take(
+        self, reading: Reading, event: dict[str, Any] | None, line: int, last_entry: str | None
+    ) -> str | None:
+        if event is None:
             reading.skipped.malformed += 1
-            return entry_id
-        timestamp = timestamp or normalise_timestamp(body.get("timestamp"))
-        reading.last_message = entry_id
+            return last_entry
+        kind = event.get("type")
+        if kind == "session":
+            reading.header = _header(event, self.agent)
+            if reading.header.timestamp:
+                reading.last_timestamp = max(reading.last_timestamp, reading.header.timestamp)
+            return last_entry
+        if kind not in KNOWN_EVENTS:
+            reading.skipped.unknown += 1
+            return last_entry
+        entry_id = _text(event.get("id")) or f"line:{line}"
+        parent = _text(event.get("parentId")) if "parentId" in event else last_entry
+        reading.parents[entry_id] = parent
+        reading.order.append(entry_id)
+        timestamp = normalise_timestamp(event.get("timestamp"))
+        if kind == "message":
+            body = event.get("message")
+            if not isinstance(body, dict) or not isinstance(body.get("role"), str):
+                reading.skipped.malformed += 1
+                return entry_id
+            timestamp = timestamp or normalise_timestamp(body.get("timestamp"))
+            reading.last_message = entry_id
+            role, text = self._said(body)
+            if text:
+                reading.add_message(Message(entry_id, line, timestamp, role, text))
+        if timestamp:
+            reading.last_timestamp = max(reading.last_timestamp, timestamp)
+        return entry_id
+
+    def _said(self, body: dict[str, Any]) -> tuple[str, str]:
+        """The message's role as indexed and its text ("" when nothing of it is)."""
+        role = body["role"]
+        if role == "toolResult":
+            return TOOL_ROLE, message_text(body) if self.tool_calls else ""
+        if role not in INDEXED_ROLES:
+            return role, ""
         text = message_text(body)
-        if body["role"] in INDEXED_ROLES and text:
-            reading.messages[entry_id] = Message(entry_id, line, timestamp, body["role"], text)
-    if timestamp:
-        reading.last_timestamp = max(reading.last_timestamp, timestamp)
-    return entry_id
+        if self.tool_calls:
+            calls = [
+                tool_call_text(part.get("name"), part.get("arguments"))
+                for part in _parts(body.get("content"))
+                if part.get("type") == "toolCall"
+            ]
+            text = join_texts([text, *calls])
+        return role, text
 
 
 def _header(event: dict[str, Any], agent: str) -> Header:
@@ -333,14 +338,34 @@ def message_text(body: dict[str, Any]) -> str:
     content = body.get("content")
     if isinstance(content, str):
         return content.strip()
+    return join_texts(part.get("text") for part in _parts(content) if part.get("type") == "text")
+
+
+def join_texts(texts: Iterable[object]) -> str:
+    """Non-empty texts, stripped, a blank line apart."""
+    return "\n\n".join(t.strip() for t in texts if isinstance(t, str) and t.strip())
+
+
+def tool_call_text(name: object, arguments: object) -> str:
+    """A tool call as indexed: its name, then its arguments as written (JSON when they are
+    not a string)."""
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False) if arguments else ""
+    return f"{name if isinstance(name, str) else 'tool'} {arguments}".strip()
+
+
+def tool_result_text(content: object) -> str:
+    """A tool result's text: a string, or the text of its parts."""
+    if isinstance(content, str):
+        return content.strip()
+    return join_texts(part.get("text") for part in _parts(content))
+
+
+def _parts(content: object) -> list[dict[str, Any]]:
+    """The parts of a list content (the dicts in it; nothing for anything else)."""
     if not isinstance(content, list):
-        return ""
-    texts = [
-        part.get("text")
-        for part in content
-        if isinstance(part, dict) and part.get("type") == "text"
-    ]
-    return "\n\n".join(text.strip() for text in texts if isinstance(text, str) and text.strip())
+        return []
+    return [part for part in content if isinstance(part, dict)]
 
 
 def normalise_timestamp(raw: object) -> str:
@@ -394,6 +419,8 @@ def appended_branch(reading: Reading, start: ReadPosition) -> list[Message] | No
     the append does not continue it (the conversation went back to an earlier point, a
     branch was switched), so that the whole file must be read again."""
     frontier = set(start.frontier)
+    if reading.reaches_back:
+        return None
     if reading.last_message is None:
         return []  # no new message: the branch ends where it did
     chain: list[Message] = []
@@ -412,20 +439,46 @@ def appended_branch(reading: Reading, start: ReadPosition) -> list[Message] | No
 
 
 def frontier_after(reading: Reading, start: ReadPosition) -> tuple[str, ...]:
-    """The events an append may continue the active branch from: the last message and the
-    events after it that descend from it (a model change, a label)."""
-    if reading.last_message is None:
-        tip, found = start.tip, set(start.frontier)
+    """The events an append may continue the active branch from without changing what of it
+    is indexed: the branch's last indexed message, and the events after it that descend from
+    it through none that is indexed (a tool call and its result when they are not, a model
+    change, a label; with parallel tool calls the branch's end is one of several)."""
+    anchor, left_at = _last_indexed(reading)
+    if anchor is not None:
+        found = {anchor}
+        events = reading.order[reading.order.index(anchor) + 1 :]
+    else:  # nothing indexed on this read's part of the branch: it goes on from before
+        found = set(start.frontier) | ({left_at} if left_at is not None else set())
+        if not found and reading.last_message is not None:
+            found = {reading.last_message}
         events = reading.order
-    else:
-        tip, found = reading.last_message, {reading.last_message}
-        events = reading.order[reading.order.index(reading.last_message) + 1 :]
     for entry in events:
-        if reading.parents.get(entry) in found:
+        if reading.parents.get(entry) in found and entry not in reading.messages:
             found.add(entry)
-    if tip is None and not found:
-        return ()
     return tuple(sorted(found))
+
+
+def position_after(reading: Reading, start: ReadPosition) -> ReadPosition:
+    """Where the next read of the file goes on from, after `reading` (which began at
+    `start`)."""
+    return dataclasses.replace(
+        reading.end,
+        tip=reading.last_message or start.tip,
+        frontier=frontier_after(reading, start),
+    )
+
+
+def _last_indexed(reading: Reading) -> tuple[str | None, str | None]:
+    """The last indexed message on the active branch within this read (None: there is
+    none), and where the walk back left this read (None: at the root)."""
+    seen: set[str] = set()
+    current = reading.last_message
+    while current is not None and current in reading.parents and current not in seen:
+        if current in reading.messages:
+            return current, None
+        seen.add(current)
+        current = reading.parents[current]
+    return None, current
 
 
 def tail_check(path: Path, offset: int) -> str:

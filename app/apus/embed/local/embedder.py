@@ -106,6 +106,7 @@ class LocalEmbedder(PrefixedTexts):
             "error": server["error"],
             "system_info": server["system_info"],
             "crashes": server["crashes"],
+            "crashes_seen": server["crashes_seen"],
         }
 
     def known_failure(self) -> EmbeddingUnavailable | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from apus import paths
+from apus.backoff import Backoff
 from apus.embed.base import (
     EmbeddingConnectionError,
     EmbeddingError,
@@ -42,7 +43,8 @@ log = logging.getLogger(__name__)
 
 _READY_PATH = "/v1/models"
 _ATTACH_PROBE_TIMEOUT_S = 3.0
-_BACKOFF_CAP_S = 30.0
+# A server that crashed or failed to start is started again after 1 s, 2 s, 4 s... up to 30 s.
+RESTART_BACKOFF = Backoff(first=1.0, longest=30.0)
 _LOG_TAIL_LINES = 15
 _ERROR_WORDS = re.compile(r"error|failed|cannot|abort|assert|exception", re.IGNORECASE)
 
@@ -139,6 +141,11 @@ class ManagedServer:
         self._noted_instance = ""  # the server whose end is already counted
         self._healthy_instance = ""  # the server that answered a request last
         self._crash: CrashRecord | None = None  # the crash this handle last saw
+        # Every crash this handle saw, recovered from or not: a sync that goes on after a
+        # restart keeps them in its outcome (`crashes_seen`), since the ledger forgets them
+        # once the new server answers.
+        self._crashes_seen = 0
+        self._last_seen: CrashRecord | None = None
         self._client_file: Path | None = None
         # Failed starts and crashes seen by this handle, for the restart backoff (the
         # ledger counts crashes across processes, for giving up).
@@ -233,7 +240,16 @@ class ManagedServer:
             "error": self._last_error.reason if self._last_error else None,
             "system_info": state.system_info if state else None,
             "crashes": self._crash_summary(),
+            "crashes_seen": self._seen_summary(),
         }
+
+    def _seen_summary(self) -> dict[str, Any] | None:
+        """The crashes this handle saw: how many, and the last (how, when, its fix)."""
+        crash = self._last_seen
+        if crash is None:
+            return None
+        last = crash.last
+        return {"count": self._crashes_seen, "last": last.how, "at": crash.at, "fix": last.fix}
 
     def _crash_summary(self) -> dict[str, Any] | None:
         record = self.crashes.load()
@@ -280,7 +296,8 @@ class ManagedServer:
         self._noted_instance = state.instance
         if end is None:
             return  # it stopped by itself (idle, or no client left) and said so
-        self._crash = self.crashes.record(end)
+        self._crash = self._last_seen = self.crashes.record(end)
+        self._crashes_seen += 1
         self._failures_in_a_row += 1
         backoff = self._backoff()
         self._not_before = max(self._not_before, time.monotonic() + backoff)
@@ -507,7 +524,8 @@ class ManagedServer:
             )
         if code < 0:  # a native crash while loading: counted like one after it
             record = self.crashes.record(ServerEnd.from_returncode(code, log_tail, str(log_file)))
-            self._crash = record
+            self._crash = self._last_seen = record
+            self._crashes_seen += 1
             if record.gave_up:
                 return _gave_up_error(record)
             return EmbeddingUnavailable(
@@ -623,7 +641,7 @@ class ManagedServer:
             self._client_file = None
 
     def _backoff(self) -> float:
-        return min(2.0 ** max(self._failures_in_a_row - 1, 0), _BACKOFF_CAP_S)
+        return RESTART_BACKOFF.delay(self._failures_in_a_row)
 
     def _log_file(self) -> Path:
         return paths.log_dir() / f"embed-server-{self._key}.log"

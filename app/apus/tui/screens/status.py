@@ -67,6 +67,9 @@ def status_content(status: IndexStatus, *, probing: bool = False) -> Content:
         row("Sync", f"failed at {outcome.as_dict()['at']}: {outcome.error}", "$text-error")
         if outcome.fix:
             row("", f"Fix: {outcome.fix}", "$text-muted")
+    if outcome is not None and outcome.recovered is not None:
+        row("Crashes", outcome.recovered.sentence(), "$text-warning")
+        row("", f"Fix: {outcome.recovered.fix}", "$text-muted")
     if status.problems:
         row(
             "Problems", plural(len(status.problems), "note") + " not indexed whole", "$text-warning"

@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import Button, ContentSwitcher, Footer, Static
 from textual.worker import Worker, WorkerState
 
+from apus.clients.catalog import Places
 from apus.config import Settings
 from apus.first_run import Hardware, ProviderChoice, SetupChoices, save_choices, try_provider
 from apus.indexing.sync import SyncReport
@@ -46,6 +47,7 @@ class WizardOptions:
     detect_hardware: Callable[[], Hardware]
     catalog: Mapping[str, ModelManifest] | None = None
     folder_root: Path | None = None
+    places: Places | None = None  # where agent clients are looked for (None: this user's)
 
 
 class SetupScreen(Screen[SetupChoices | None]):
@@ -242,6 +244,53 @@ class SetupScreen(Screen[SetupChoices | None]):
         self._go(self.index_step)
         self.apply_setup(choices)
         self.watch_background(self.background)
+        self._find_clients()
+
+    # -- the offer: connect the agents found here to this vault --------------------------
+
+    @property
+    def places(self) -> Places:
+        return self.options.places or Places.current()
+
+    @work(thread=True, group="clients", exit_on_error=False)
+    def _find_clients(self) -> None:
+        from apus.clients.connect import survey
+
+        states = survey(self.places)
+        self.app.call_from_thread(self.index_step.offer_clients, states)
+
+    @on(Button.Pressed, ".connect-client")
+    def _connect_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id and self.choices is not None:
+            event.button.disabled = True
+            self._connect(event.button.id.removeprefix("connect-"), self.choices.vault)
+
+    @work(thread=True, group="clients", exit_on_error=False)
+    def _connect(self, name: str, vault: Path) -> None:
+        from apus.clients.catalog import BY_NAME
+        from apus.clients.connect import connect
+        from apus.clients.launch import apus_launch
+        from apus.errors import ApusError
+        from apus.paths import config_file
+
+        client = BY_NAME[name]
+        written = self.options.config_file
+        launch = apus_launch(
+            "mcp", vault=vault, config_file=None if written == config_file() else written
+        )
+        try:
+            outcome = connect(
+                client, self.places, scope="user", name="apus", entry=client.entry(launch)
+            )
+        except ApusError as exc:
+            text, ok = f"✗ {client.label}: {exc.reason}\nFix: {exc.fix}", False
+        else:
+            text = (
+                f"✓ {client.label}: Apus {outcome.action} in {home_relative(outcome.edit.path)}; "
+            )
+            text += client.reload + "."
+            ok = True
+        self.app.call_from_thread(self.index_step.show_connected, name, text, ok)
 
     def watch_background(self, work: BackgroundWork | None) -> None:
         if work is not None and self.current is self.index_step:

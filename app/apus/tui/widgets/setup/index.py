@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.widgets import ProgressBar, Static
+from textual.containers import Horizontal
+from textual.widgets import Button, ProgressBar, Static
 
+from apus.clients.connect import ClientState
 from apus.indexing.sync import SyncReport
 from apus.tui.format import eta_text
 from apus.tui.state import BackgroundWork
@@ -20,15 +22,60 @@ class IndexStep(SetupStep):
     def __init__(self) -> None:
         super().__init__()
         self.keyword_ready = False
+        self.clients: list[ClientState] = []  # agent clients found here, offered once ready
 
     def compose(self) -> ComposeResult:
         yield Static("", id="index-saved", markup=False)
         yield Static("Starting…", id="index-phase", markup=False)
         yield ProgressBar(id="index-bar", show_eta=False)
         yield Static("", id="index-ready", markup=False)
+        yield Static("", id="index-connect", markup=False)
+        yield Horizontal(id="index-clients")
 
     def on_mount(self) -> None:
         self.query_one("#index-bar", ProgressBar).display = False
+        self.query_one("#index-connect", Static).display = False
+        self.query_one("#index-clients", Horizontal).display = False
+
+    def offer_clients(self, states: list[ClientState]) -> None:
+        """The agent clients installed here: each can be connected to this vault once
+        keyword search works (a button each; those that have Apus are only named)."""
+        self.clients = [state for state in states if state.found and not state.problem]
+        if self.keyword_ready:
+            self._show_offer()
+
+    def show_connected(self, name: str, text: str, ok: bool) -> None:
+        button = self.query_one(f"#connect-{name}", Button)
+        button.disabled = ok
+        if ok:
+            labels = {state.client.name: state.client.label for state in self.clients}
+            button.label = f"✓ {labels[name]}"
+        self.query_one("#index-connect", Static).update(text)
+
+    def _show_offer(self) -> None:
+        waiting = [state for state in self.clients if not state.entries]
+        if not self.clients or self.query("#index-clients Button"):
+            return
+        having = ", ".join(state.client.label for state in self.clients if state.entries)
+        text = (
+            "Connect an agent to these notes: Apus adds itself to the agent's own settings "
+            "(a backup is kept beside them; `apus connect CLIENT --remove` takes it out)."
+        )
+        if having:
+            text += f" Already connected: {having}."
+        status = self.query_one("#index-connect", Static)
+        status.update(text)
+        status.display = True
+        buttons = self.query_one("#index-clients", Horizontal)
+        buttons.display = True
+        buttons.mount_all(
+            Button(
+                f"Connect {state.client.label}",
+                id=f"connect-{state.client.name}",
+                classes="connect-client",
+            )
+            for state in waiting
+        )
 
     @property
     def ready(self) -> bool:
@@ -63,4 +110,5 @@ class IndexStep(SetupStep):
     def _keyword_is_ready(self, text: str) -> None:
         self.keyword_ready = True
         self.query_one("#index-ready", Static).update(text)
+        self._show_offer()
         self.post_message(self.Changed(self, focus_next=True))

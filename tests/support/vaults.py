@@ -1,4 +1,5 @@
-"""Shared helpers for the integration tests: temp vaults, the real CLI, hashing a vault."""
+"""A vault for a test: its notes written, the real CLI run on it, its settings, sync and
+searches through the session, its store read, its files hashed."""
 
 from __future__ import annotations
 

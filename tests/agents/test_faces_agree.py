@@ -100,7 +100,14 @@ async def _tool(session: ClientSession, query: str, dates: dict[str, str]) -> di
 
 
 def _hits(answer: dict[str, Any]) -> list[Hit]:
-    return [(hit["path"], hit["startLine"], hit["endLine"]) for hit in answer["results"]]
+    """Each passage's path and lines, as its citation (`path#L12-L30`) names them."""
+    return [_cited(hit["citation"]) for hit in answer["results"]]
+
+
+def _cited(citation: str) -> Hit:
+    path, lines = citation.rsplit("#L", 1)
+    first, _, last = lines.partition("-L")
+    return path, int(first), int(last or first)
 
 
 async def _app(vault: Path, queries: list[str]) -> dict[str, list[Hit]]:

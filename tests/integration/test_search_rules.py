@@ -15,9 +15,8 @@ from apus.errors import SearchInputError
 from apus.index.note_filter import NoteFilter
 from apus.memory import Memory
 from apus.search.options import SearchOptions
-
-from .helpers import make_settings, write_note
-from .helpers import sync as sync_index
+from support.vaults import make_settings, write_note
+from support.vaults import sync as sync_index
 
 FILLER = "\n\nmore words about the kitchen shelf\nand the window sill"
 SECTIONS = ["V60", "Kettle", "Moka", "Grinder", "Cold brew", "Beans"]

@@ -23,9 +23,8 @@ from apus.indexing.request import SyncRequest
 from apus.memory import Memory
 from apus.search.engine import SearchResponse
 from apus.search.options import SearchOptions
-
-from .helpers import local_model_settings, write_note
-from .helpers import sync as sync_index
+from support.vaults import local_model_settings, write_note
+from support.vaults import sync as sync_index
 
 NOTES = {
     "garden.md": "# Garden\n\nTomatoes and basil grow on the balcony in summer.\n",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .helpers import run_apus, vault_digest, write_note
+from support.vaults import run_apus, vault_digest, write_note
 
 ROW = r"^    {tool}\s+(?P<calls>\d+)\s+p50\s+(?P<p50>[\d.]+) ms\s+p95\s+(?P<p95>[\d.]+) ms\s+p99"
 

@@ -17,11 +17,11 @@ from apus.indexing.progress import ProgressCallback
 from apus.indexing.request import SyncRequest
 from apus.indexing.sync import SyncReport
 from apus.memory import Memory
+from apus.memory.session import INDEX_WAIT_S
 from apus.memory.sync_queue import SyncQueue, SyncStarted
 from apus.memory.writer import Entry
-
-from .helpers import make_settings, search_paths, stored_paths, write_note
-from .helpers import sync as sync_index
+from support.vaults import make_settings, search_paths, stored_paths, write_note
+from support.vaults import sync as sync_index
 
 NOW = dt.datetime(2026, 12, 2, 14, 30)
 DAILY = "memory/2026-12-02.md"
@@ -60,6 +60,23 @@ def test_an_entry_is_indexed_without_walking_the_vault(settings: Settings) -> No
     assert search_paths(settings, "heron") == ["notes/heron.md"]
 
 
+def test_a_first_write_into_a_vault_never_indexed_reads_the_whole_vault(tmp_path: Path) -> None:
+    """Before any sync has read the vault in, the note alone would leave every other note
+    unsearched until a sync nothing asks for."""
+    vault = tmp_path / "vault"
+    write_note(vault, "notes/heron.md", "# Heron\n\nA grey heron by the canal.\n")
+    settings = make_settings(vault, memory__write__enabled=True)
+    with Memory(settings=settings) as memory:
+        assert memory.write(Entry("Decided: the VPN moves to WireGuard."), NOW).indexed
+    assert search_paths(settings, "heron") == ["notes/heron.md"]
+    assert search_paths(settings, "wireguard") == [DAILY]
+    # From then on, a write reads its note alone.
+    write_note(vault, "notes/crane.md", "# Crane\n\nA crane over the river.\n")
+    with Memory(settings=settings) as memory:
+        assert memory.write(Entry("The crane photos are in the attic."), NOW).indexed
+    assert search_paths(settings, "river") == []
+
+
 def test_a_change_on_disk_that_is_the_session_s_own_write_asks_for_no_sync(
     settings: Settings,
 ) -> None:
@@ -73,7 +90,7 @@ def test_a_change_on_disk_that_is_the_session_s_own_write_asks_for_no_sync(
         assert memory.syncs is not None and memory.syncs.wait_idle(timeout=120)
         written = memory.write(Entry("The router moved to the attic."), NOW)
         assert written.indexed
-        assert started[-1] == SyncRequest(notes=(DAILY,))
+        assert started[-1] == SyncRequest(wait_s=INDEX_WAIT_S, notes=(DAILY,))
         count = len(started)
         memory._changed_on_disk(frozenset({(vault / DAILY).resolve()}))
         assert memory.syncs.wait_idle(timeout=120) and len(started) == count

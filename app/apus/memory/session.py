@@ -367,7 +367,11 @@ class Memory:
         walked for it), by the next sync of the queue when live, waiting in line behind
         other writers of the index; None when done, else why the entry is not searchable
         yet (it is written all the same)."""
-        request = SyncRequest(wait_s=INDEX_WAIT_S, notes=(note,))
+        # The note alone once a sync has read the whole vault in; before that (a first
+        # write into a vault never indexed), the whole vault, or its other notes would stay
+        # unsearched until a sync that nothing asks for.
+        alone = (note,) if self._vault_read() else None
+        request = SyncRequest(wait_s=INDEX_WAIT_S, notes=alone)
         busy = "it will be searchable after the sync another process is running."
         if self._syncs is not None:
             ticket = self._syncs.request(request)
@@ -440,13 +444,16 @@ class Memory:
 
         return reading_progress(self.index_dir, other_than=other_than)
 
+    def _vault_read(self) -> bool:
+        """Whether a sync has read the whole vault into this index (the store says when one
+        last finished)."""
+        with self._read_store() as store:
+            return store is not None and store.get_meta("last_sync") is not None
+
     def index_complete(self) -> bool:
         """Whether a sync has read the whole vault into this index (the store records when
         one last finished) and keyword search covers everything stored."""
-        with self._read_store() as store:
-            if store is None or store.get_meta("last_sync") is None:
-                return False
-        return self.searcher().keyword_ready()[0]
+        return self._vault_read() and self.searcher().keyword_ready()[0]
 
     def embeddings(self, *, deep: bool = False) -> EmbeddingsState:
         from apus.memory.embeddings import embeddings_state

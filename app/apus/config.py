@@ -160,6 +160,49 @@ class QuerySettings(Section):
     hybrid: HybridSettings = field(default_factory=HybridSettings)
 
 
+RerankProvider = Literal["local", "llama-cpp", "jina", "voyage", "cohere", "bedrock"]
+
+
+@dataclass(frozen=True)
+class RerankLocalSettings(Section):
+    # A cross-encoder .onnx file to use instead of the catalogue model; its tokenizer.json
+    # lies beside it.
+    model_path: str = ""
+    # onnxruntime's threads for one search: 1 keeps a reranked search on one core (two
+    # threads cost more CPU than one for the same pairs on two shared cores).
+    threads: int = field(default=1, metadata=rules(ge=0, le=64))
+
+
+@dataclass(frozen=True)
+class RerankRemoteSettings(Section):
+    base_url: str = ""  # the service's endpoint base; required for llama-cpp (its server)
+    api_key: str = ""  # empty: the service's environment variable (JINA_API_KEY, ...)
+
+
+@dataclass(frozen=True)
+class RerankSettings(Section):
+    """The second stage (apus.search.rerank): a model reads the query with each of the top
+    merged candidates and their scores meet the fused ones before diversity."""
+
+    # Off: measured, it pays on neither held-out conversations nor documents enough for its
+    # CPU (README, Reranking).
+    enabled: bool = False
+    provider: RerankProvider = "local"
+    model: str = ""  # catalogue name (local) or the service's model id; "" = the default
+    # How many of the merged candidates the model reads: 40 was no better than 20 on
+    # held-out LoCoMo (0.815 / 0.824 Recall@5) for twice the CPU.
+    candidates: int = field(default=20, metadata=rules(ge=1, le=200))
+    # Past it (or on any failure) the fused order stands and the answer says so.
+    deadline_ms: int = field(default=2000, metadata=rules(ge=1, le=120_000))
+    # How much the model's score moves the fused one (apus.search.rerank.blend).
+    weight: float = field(default=1.0, metadata=rules(ge=0.0, le=100.0))
+    # The passage the model reads: the chunk's heading line and text, cut to this many of
+    # the model's tokens.
+    passage_tokens: int = field(default=128, metadata=rules(ge=16, le=512))
+    local: RerankLocalSettings = field(default_factory=RerankLocalSettings)
+    remote: RerankRemoteSettings = field(default_factory=RerankRemoteSettings)
+
+
 @dataclass(frozen=True)
 class StoreSettings(Section):
     path: str = ""  # index folder override; default: per-vault folder under the data dir
@@ -233,6 +276,7 @@ class SearchSettings(Section):
     remote: RemoteSettings = field(default_factory=RemoteSettings)
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     query: QuerySettings = field(default_factory=QuerySettings)
+    rerank: RerankSettings = field(default_factory=RerankSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
     experimental: ExperimentalSettings = field(default_factory=ExperimentalSettings)

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from apus.benchmarks.beir import parse_variant, select_queries
+from apus.benchmarks.rerank_scores import scores_file
 from apus.benchmarks.textbook_bm25 import TextbookBm25
 from apus.errors import ConfigError
+from support.tiny_cross_encoder import build
 from support.vaults import run_apus, run_json
 
 DOCS = {
@@ -107,11 +110,41 @@ def test_eval_prints_a_table_with_the_reference(collection: Path) -> None:
         "memory.search.query.hybrid.vectorWeight=0.5",
     )
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["setting", "mode", "queries", "nDCG@10", "Recall@100", "MRR@10"]
+    assert lines[0].split() == [
+        "setting",
+        "mode",
+        "queries",
+        "nDCG@10",
+        "Recall@100",
+        "MRR@10",
+        "reranked",
+    ]
     assert lines[1].split()[:3] == ["defaults", "keyword", "4"]
     assert lines[2].split()[:3] == ["memory.search.query.hybrid.vectorWeight=0.5", "keyword", "4"]
     assert lines[3].split()[:3] == ["reference", "textbook", "4"]
     assert lines[4].startswith("reference: textbook BM25")
+
+
+def test_eval_scores_the_reranker_as_a_setting_and_keeps_its_scores(
+    collection: Path, tmp_path: Path
+) -> None:
+    model = build(tmp_path / "reranker")
+    variant = f"rerank.enabled=true,rerank.local.modelPath={str(model)!r}"
+    args = ("eval", "--beir", collection, "--qrels", collection / "qrels.tsv", "--json")
+    data = run_json(*args, "--set", variant)
+    off, on = (run["modes"][0] for run in data["runs"])
+    assert data["runs"][1]["overrides"]["memory.search.rerank.enabled"] is True
+    assert (off["reranked"], on["reranked"]) == (0.0, 1.0)
+    assert on["queries"] == len(QRELS)
+
+    def kept() -> int:
+        with sqlite3.connect(scores_file()) as db:
+            return int(db.execute("SELECT count(*) FROM scores").fetchone()[0])
+
+    scored = kept()
+    assert scored > 0
+    run_json(*args, "--set", variant)  # the same pairs again: none is scored twice
+    assert kept() == scored
 
 
 def test_eval_refuses_settings_that_would_change_the_shared_index(collection: Path) -> None:
@@ -151,6 +184,16 @@ def test_parse_variant_reads_toml_values() -> None:
     }
     with pytest.raises(ConfigError):
         parse_variant("memory.search.query.hybrid.vectorWeight")
+
+
+def test_parse_variant_takes_rerank_keys() -> None:
+    assert parse_variant("rerank.enabled=true,rerank.candidates=40").overrides == {
+        "memory.search.rerank.enabled": True,
+        "memory.search.rerank.candidates": 40,
+    }
+    assert parse_variant("memory.search.rerank.weight=0.5").overrides == {
+        "memory.search.rerank.weight": 0.5
+    }
 
 
 def test_parse_variant_takes_keys_relative_to_the_query_settings() -> None:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from apus.embed.local.catalog import DEFAULT_MODEL, load_catalog
+from apus.search.rerank.catalog import load_rerankers
 from support.fake_hub import FakeHub
 from support.vaults import cli_env, run_apus
 
@@ -31,8 +32,12 @@ def _listed() -> dict[str, dict[str, object]]:
 
 
 def test_list_shows_the_catalogue_none_installed() -> None:
-    rows = _listed()
+    listed = _listed()
+    rows = {name: row for name, row in listed.items() if row["kind"] == "embedding"}
     assert set(rows) == set(CATALOG)
+    rerankers = {name for name, row in listed.items() if row["kind"] == "reranker"}
+    assert rerankers == set(load_rerankers())
+    assert all(listed[name]["installed"] is False for name in rerankers)
     assert [name for name, row in rows.items() if row["default"]] == [DEFAULT_MODEL]
     for name, row in rows.items():
         manifest = CATALOG[name]
@@ -66,4 +71,5 @@ def test_pull_of_an_unknown_model_names_the_known_ones() -> None:
     result = run_apus("models", "pull", "no-such-model", env=cli_env(), expect=1)
     output = result.stdout + result.stderr
     assert "No model named 'no-such-model' in the catalogue." in output
-    assert f"apus models list  (known: {', '.join(sorted(CATALOG))})" in output
+    known = sorted([*CATALOG, *load_rerankers()])  # embedding models and rerankers alike
+    assert f"apus models list  (known: {', '.join(known)})" in output

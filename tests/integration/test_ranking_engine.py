@@ -37,6 +37,8 @@ EXPLAIN_KEYS = {
     "importance",
     "tier",
     "mmr_position",
+    "rerank",  # the reranker's score and the relevance it made (None: not reranked)
+    "reranked",
     "final",
     "diversity",
     "language",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from support.tiny_cross_encoder import build
 from support.vaults import run_apus, write_note
 
 ROW = (
@@ -55,6 +56,30 @@ def test_the_search_benchmark_times_keyword_and_hybrid(tmp_path: Path, tiny_mode
     for ratio in ("keyword / fts5", "keyword-leg / fts5", "hybrid / keyword"):
         assert re.search(rf"^{ratio}: p50 wall [\d.]+x\s+cpu [\d.]+x", out, re.M), (ratio, out)
     assert re.search(r"^peak RSS \d+ MB", out, re.M), out
+
+
+def test_the_search_benchmark_times_the_reranker_at_each_count(tmp_path: Path) -> None:
+    model = build(tmp_path / "reranker")
+    corpus = _corpus(tmp_path)
+    out = run_apus(
+        "bench",
+        "search",
+        "--corpus",
+        corpus,
+        "--queries",
+        "4",
+        "--rerank",
+        "2,5",
+        "--rerank-model",
+        model,
+        timeout=300,
+    ).stdout
+    _rows(out, ("keyword", "rerank@2", "rerank@5"), 4)
+    assert "(Searcher keyword + rerank of 5 passages)" in out
+    for ratio in ("rerank@2 / keyword", "rerank@5 / keyword"):
+        assert re.search(rf"^{ratio}: p50 wall [\d.]+x\s+cpu [\d.]+x", out, re.M), (ratio, out)
+    refused = run_apus("bench", "search", "--corpus", corpus, "--rerank", "ten", expect=2)
+    assert "give counts like 10,20,40" in refused.stderr
 
 
 def test_synthetic_vectors_without_a_model_use_random_query_vectors(tmp_path: Path) -> None:

@@ -288,7 +288,10 @@ def _assert_no_python_with_apus(env: Mapping[str, str]) -> None:
 
 
 def _processes_mentioning(text: str) -> list[int]:
-    """Live processes (not zombies) whose command line contains `text` (a /proc scan)."""
+    """Live processes (not zombies) whose command line or environment contains `text` (a
+    /proc scan). The environment counts: the embedding server a binary starts names no
+    sandbox path on its command line, but inherits the sandbox's HOME and TMPDIR, and its
+    own unpack folder in TMPDIR goes only when it exits."""
     needle = text.encode()
     found = []
     for entry in Path("/proc").iterdir():
@@ -297,9 +300,10 @@ def _processes_mentioning(text: str) -> list[int]:
         try:
             cmdline = (entry / "cmdline").read_bytes()
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            environ = (entry / "environ").read_bytes() if needle not in cmdline else b""
         except (OSError, IndexError):
             continue
-        if needle in cmdline and state not in ("Z", "X"):
+        if (needle in cmdline or needle in environ) and state not in ("Z", "X"):
             found.append(int(entry.name))
     return found
 

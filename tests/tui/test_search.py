@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from textual.notifications import Notify
 from textual.widgets import Input, Label, Static
 from textual.widgets.markdown import MarkdownBlock
@@ -13,6 +14,7 @@ from apus.tui.screens.reader import ReaderScreen
 from apus.tui.screens.search import SearchScreen
 from apus.tui.widgets.preview import NotePreview
 from apus.tui.widgets.results import ResultList
+from support.tiny_cross_encoder import build
 
 from .factory import SIZE, Recorder, make_app, settle
 
@@ -138,3 +140,26 @@ async def test_a_failed_index_update_is_a_notification_and_the_app_keeps_running
         await pilot.press(*"garden")
         await settle(pilot)
         assert result_paths(app) == ["notes/garden.md"]
+
+
+async def test_the_info_line_says_whether_the_results_were_reranked(
+    indexed_vault: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__RERANK__ENABLED", "true")  # a model never pulled
+    app = make_app(indexed_vault, config_file)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press(*"moka")
+        await settle(pilot)
+        assert result_paths(app) == ["notes/coffee-brewing.md"]
+        info = str(app.screen.query_one("#search-info", Label).render())
+        assert "not reranked: the reranking model ms-marco-minilm-l12-v2 is not downloaded" in info
+    model = build(tmp_path / "reranker")
+    monkeypatch.setenv("APUS_MEMORY__SEARCH__RERANK__LOCAL__MODELPATH", str(model))
+    app = make_app(indexed_vault, config_file)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press(*"moka")
+        await settle(pilot)
+        info = str(app.screen.query_one("#search-info", Label).render())
+        assert info.startswith("1 hit · keyword · reranked")

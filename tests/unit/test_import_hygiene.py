@@ -102,6 +102,13 @@ NOT_FOR_A_KEYWORD_SEARCH = (
     "apus.vault.transcripts",
     "apus.search.per_note",
     "apus.memory.note_reader",
+    # The second stage's model runtime, tokenizer, services and catalogue: loaded by a
+    # search that reranks.
+    "onnxruntime",
+    "tokenizers",
+    "apus.search.rerank.local",
+    "apus.search.rerank.remote",
+    "apus.search.rerank.catalog",
     # Settings are frozen dataclasses checked by `apus.config_model`: pydantic (and the
     # package metadata its plugin loader reads) is the agent server's alone.
     "pydantic",

@@ -166,6 +166,10 @@ class AgentTools:
             notices.append(f"nothing dated {window.describe()}; these are from any date")
         answer = self._answer(response)
         answer.timeWindow = None if window is None else window.answer()
+        rerank = response.legs.get("rerank")
+        if rerank is not None and not rerank.ran:
+            fix = f" Fix: {rerank.fix}" if rerank.fix else ""
+            notices.append(f"reranking did not run (the fused order stands): {rerank.reason}.{fix}")
         answer.notices = notices or None
         return _search_reply(answer, maxChars)
 
@@ -418,6 +422,13 @@ class AgentTools:
         debug: dict[str, Any] = {}
         if provider.state in ("keyword-only", "unavailable"):
             debug["embeddingBootstrap"] = redact(provider.reason)
+        rerank = response.legs.get("rerank")
+        if rerank is not None:  # the second stage: what it did, its score of each passage
+            debug["rerank"] = {
+                **{key: getattr(rerank, key) for key in ("ran", "reason", "fix", "candidates")},
+                "ms": round(rerank.ms, 1),
+                "scores": [hit.explain.rerank for hit in response.hits],
+            }
         return SearchAnswer(
             indexing=self.indexing.current(),
             results=[_passage(hit, response.coverage) for hit in response.hits],

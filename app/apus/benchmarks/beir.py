@@ -8,7 +8,7 @@ import math
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -25,7 +25,9 @@ from apus.search.vector_leg import VectorAvailability, VectorLeg
 
 Split = Literal["all", "odd", "even"]
 # Only query-time settings may vary within one run: the index (chunks, vectors) is shared.
+# Keys may be written relative to the first (`hybrid.merge=rrf`, `rerank.enabled=true`).
 VARIABLE_PREFIX = "memory.search.query."
+RERANK_PREFIX = "memory.search.rerank."
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class ModeMetrics:
     ndcg_at_10: float
     recall_at_100: float
     mrr_at_10: float
+    reranked: float = 0.0  # the share of queries the second stage reranked
 
 
 @dataclass(frozen=True)
@@ -110,9 +113,10 @@ def select_queries(queries: Mapping[str, str], split: Split) -> dict[str, str]:
 
 
 def parse_variant(text: str) -> Variant:
-    """`key=value[,key=value...]` of query settings, e.g.
+    """`key=value[,key=value...]` of query or rerank settings, e.g.
     `memory.search.query.hybrid.vectorWeight=0.5` or, relative to `memory.search.query.`,
-    `hybrid.merge=rrf`; values are TOML literals or strings."""
+    `hybrid.merge=rrf` (`rerank.enabled=true` to `memory.search.`); values are TOML
+    literals or strings."""
     overrides: dict[str, object] = {}
     for assignment in re.split(r",(?=\s*[\w.]+\s*=)", text):
         key, sep, raw = assignment.partition("=")
@@ -122,12 +126,15 @@ def parse_variant(text: str) -> Variant:
                 f"`--set {text}` is not key=value.",
                 fix="apus eval ... --set hybrid.vectorWeight=0.5",
             )
-        if not key.startswith("memory."):
+        if key.startswith("rerank."):
+            key = "memory.search." + key
+        elif not key.startswith("memory."):
             key = VARIABLE_PREFIX + key
-        if not key.startswith(VARIABLE_PREFIX):
+        if not key.startswith((VARIABLE_PREFIX, RERANK_PREFIX)):
             raise ConfigError(
                 f"`--set {key}` would change the index, which all settings of a run share.",
-                fix=f"vary only {VARIABLE_PREFIX}* keys (run `apus eval` again for the others)",
+                fix=f"vary only {VARIABLE_PREFIX}* and {RERANK_PREFIX}* keys (run `apus "
+                "eval` again for the others)",
             )
         overrides[key] = _literal(raw.strip())
     return Variant(text, overrides)
@@ -246,16 +253,22 @@ def evaluate(
 ) -> list[VariantResult]:
     """Score every mode under every variant's settings (`settings_for(overrides)`), on the
     index the first variant's settings name."""
+    from apus.benchmarks.rerank_scores import ScoreStore, remembering_reranker
     from apus.memory import Memory
 
     first = Memory(settings=settings_for(variants[0].overrides))
     real = first.searcher().vector_leg
     leg = _RememberingLeg(real) if real is not None else None
+    store = ScoreStore()
     results = []
     try:
         for variant in variants:
+            settings = settings_for(variant.overrides)
             searcher = Searcher(
-                settings_for(variant.overrides), vector_leg=leg, strict=first.strict
+                settings,
+                vector_leg=leg,
+                strict=first.strict,
+                reranker=remembering_reranker(settings.search.rerank, store),
             )
             try:
                 metrics = [
@@ -263,9 +276,11 @@ def evaluate(
                     for mode in modes
                 ]
             finally:
+                searcher.reranker.close()
                 searcher.close()
             results.append(VariantResult(variant, metrics))
     finally:
+        store.close()
         first.close()
     return results
 
@@ -281,16 +296,21 @@ def _score_mode(
     options = SearchOptions(mode=mode, limit=100, min_score=0.0, mmr=mmr)
     runs: dict[str, list[str]] = {}
     total = len(collection.queries)
+    reranked = 0
     for number, (query_id, text) in enumerate(collection.queries.items(), start=1):
         ranked: list[str] = []
-        for hit in searcher.search(text, options).hits:
+        response = searcher.search(text, options)
+        rerank = response.legs.get("rerank")
+        reranked += rerank is not None and rerank.ran
+        for hit in response.hits:
             doc = mapping.get(hit.path)
             if doc is not None and doc not in ranked:
                 ranked.append(doc)
         runs[query_id] = ranked
         if on_query is not None:
             on_query(mode, number, total)
-    return score_runs(mode, runs, collection)
+    metrics = score_runs(mode, runs, collection)
+    return replace(metrics, reranked=reranked / max(total, 1))
 
 
 def score_runs(mode: str, runs: Mapping[str, list[str]], collection: Collection) -> ModeMetrics:

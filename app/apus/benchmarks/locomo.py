@@ -112,6 +112,7 @@ class ConversationMetrics:
     by_category: dict[str, dict[str, float]]  # name -> {questions, recall_at_5, hit_at_5}
     # Mean Recall@5 of the questions whose evidence lies in each third of the sessions.
     recall_at_5_by_age: dict[str, float]
+    reranked: float = 0.0  # the share of questions the second stage reranked
 
 
 @dataclass
@@ -120,6 +121,7 @@ class _Accumulator:
     categories: dict[int, Tally] = field(default_factory=dict)
     age_recall: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     age_total: list[int] = field(default_factory=lambda: [0, 0, 0])
+    reranked: int = 0
 
     def add(
         self, conversation: Conversation, question: Question, ranked: Sequence[set[str]]
@@ -162,6 +164,7 @@ class _Accumulator:
             t.mean(t.turns_5),
             by_category,
             by_age,
+            t.mean(self.reranked),
         )
 
 
@@ -352,11 +355,13 @@ def evaluate_conversations(
     """Ask every question of every conversation in every mode under every variant, with the
     product's defaults for whatever a variant does not set (minScore and MMR included).
     `today(conversation)` is the date recency is measured from (None: the machine's date)."""
+    from apus.benchmarks.rerank_scores import ScoreStore, remembering_reranker
     from apus.memory import Memory
 
     tallies = {(v.label, m): _Accumulator() for v in variants for m in modes}
     total = sum(len(run.conversation.questions) for run in runs)
     asked = 0
+    store = ScoreStore()
     for run in runs:
         conversation = run.conversation
         first = Memory(settings=run.settings_for(variants[0].overrides))
@@ -365,28 +370,39 @@ def evaluate_conversations(
         day = today(conversation) if today is not None else None
         try:
             for variant in variants:
+                settings = run.settings_for(variant.overrides)
                 searcher = Searcher(
-                    run.settings_for(variant.overrides),
+                    settings,
                     vector_leg=leg,
                     strict=first.strict,
-                    **({"today": lambda day=day: day} if day is not None else {}),
+                    today=dt.date.today if day is None else _fixed(day),
+                    reranker=remembering_reranker(settings.search.rerank, store),
                 )
                 try:
                     for mode in modes:
                         options = SearchOptions(mode=mode, filters=run.filters)
                         accumulator = tallies[(variant.label, mode)]
                         for question in conversation.questions:
-                            hits = searcher.search(question.text, options).hits
-                            ranked = [run.turn_lines.turns_of(hit) for hit in hits]
+                            response = searcher.search(question.text, options)
+                            rerank = response.legs.get("rerank")
+                            accumulator.reranked += rerank is not None and rerank.ran
+                            ranked = [run.turn_lines.turns_of(hit) for hit in response.hits]
                             accumulator.add(conversation, question, ranked)
                 finally:
+                    searcher.reranker.close()
                     searcher.close()
         finally:
             first.close()
         asked += len(conversation.questions)
         if on_question is not None:
             on_question(conversation.name, asked, total)
+    store.close()
     return [LocomoResult(v, [tallies[(v.label, m)].metrics(m) for m in modes]) for v in variants]
+
+
+def _fixed(day: dt.date) -> Callable[[], dt.date]:
+    """A clock that always reads `day`."""
+    return lambda: day
 
 
 def textbook_reference(

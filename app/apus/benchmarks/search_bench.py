@@ -11,6 +11,10 @@ the values. The query vectors are embedded by the model before the timed runs wh
 given (that embedding is timed apart), random unit vectors otherwise, so the hybrid figure is
 the search without the query embedding. The figures are for latency only; they say nothing
 about quality.
+
+With `rerank_candidates`, the second stage is timed too: a keyword search whose top N
+candidates the reranking model reads (no deadline: its whole cost), for each N, beside the
+same search without it.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from apus.index.vectors import VectorSearch
 from apus.search.engine import Searcher
 from apus.search.options import Mode, SearchOptions
 from apus.search.query import ParsedQuery
+from apus.search.rerank.stage import Reranker
 from apus.search.vector_leg import VectorAvailability
 
 if TYPE_CHECKING:
@@ -363,6 +368,62 @@ def _interleaved(
     return vector_walls, vector_cpus
 
 
+def _reference_systems(
+    texts: list[str],
+    fts: _Fts5Reference,
+    keyword: KeywordIndex,
+    candidates: int,
+    generation: int,
+) -> list[_System]:
+    """FTS5 over the same chunks, and the keyword leg alone: what the search is held to."""
+    terms = {text: ParsedQuery.parse(text).terms for text in texts}
+    return [
+        _System(
+            "fts5", "FTS5 bm25() top k + 10 snippet()", lambda t: fts.search(terms[t], candidates)
+        ),
+        _System(
+            "keyword-leg",
+            "keyword leg alone (bm25 top k)",
+            lambda t: keyword.search(list(terms[t]), candidates, generation),
+        ),
+    ]
+
+
+def _rerank_systems(
+    settings: Settings, candidates: Sequence[int], model_path: str
+) -> tuple[list[_System], Callable[[], None]]:
+    """A keyword search reranking its top N candidates, for each N, sharing one model (the
+    catalogue's, or `model_path`), given all the time it needs; and what closes them."""
+    from apus.search.rerank.scorer import make_scorer
+
+    overrides: dict[str, object] = {
+        "vault": settings.vault,
+        "memory.search.provider": "none",
+        "memory.search.store.path": settings.search.store.path,
+        "memory.search.rerank.enabled": True,
+        "memory.search.rerank.deadlineMs": 120_000,
+    }
+    if model_path:
+        overrides["memory.search.rerank.local.modelPath"] = model_path
+    base = load_settings(overrides=overrides)
+    shared = Reranker(lambda: make_scorer(base.search.rerank))
+    systems, searchers = [], []
+    for count in candidates:
+        tuned = load_settings(overrides={**overrides, "memory.search.rerank.candidates": count})
+        searcher = Searcher(tuned, reranker=shared)
+        searchers.append(searcher)
+        label = f"Searcher keyword + rerank of {count} passages"
+        run = _held_to(searcher.search, SearchOptions(mode="keyword"))
+        systems.append(_System(f"rerank@{count}", label, run))
+
+    def close() -> None:
+        for searcher in searchers:
+            searcher.close()
+        shared.close()
+
+    return systems, close
+
+
 def _refuse_without_vectors(modes: tuple[Mode, ...], model_path: str, synthetic: bool) -> None:
     if any(mode != "keyword" for mode in modes) and not (model_path or synthetic):
         raise BenchSetupError(
@@ -381,8 +442,12 @@ def run_search_bench(
     synthetic_vectors: bool = False,
     copies: int = 1,
     vector_dims: int = 0,
+    rerank_candidates: Sequence[int] = (),
+    rerank_model: str = "",
 ) -> SearchBenchResult:
-    """Index the corpus (or reuse `index_dir`), then time every system on every query."""
+    """Index the corpus (or reuse `index_dir`), then time every system on every query;
+    `rerank_candidates`: also a keyword search reranking that many (the catalogue model, or
+    the ONNX file `rerank_model`)."""
     from apus.memory import Memory
 
     _refuse_without_vectors(modes, model_path, synthetic_vectors)
@@ -410,30 +475,21 @@ def run_search_bench(
     # Synthetic vectors need a Searcher of our own; the keyword figures are what the CLI runs.
     searcher = Searcher(settings, vector_leg=leg) if leg is not None else None
     candidates = SearchOptions().resolve(settings.search.query).candidates
-    terms = {text: ParsedQuery.parse(text).terms for text in texts}
-
-    systems = [
-        _System(
-            "fts5", "FTS5 bm25() top k + 10 snippet()", lambda t: fts.search(terms[t], candidates)
-        ),
-        _System(
-            "keyword-leg",
-            "keyword leg alone (bm25 top k)",
-            lambda t: keyword.search(list(terms[t]), candidates, generation),
-        ),
-    ]
+    systems = _reference_systems(texts, fts, keyword, candidates, generation)
     if "keyword" in modes:
         keyword_only = _held_to(memory.search, SearchOptions(mode="keyword"))
         systems.append(_System("keyword", "Memory.search keyword", keyword_only))
     systems += _vector_systems(modes, memory, searcher, leg)
+    reranking, close_reranking = _rerank_systems(settings, rerank_candidates, rerank_model)
+    systems += reranking
+    closers = [close_reranking, keyword.close, fts.close, memory.close]
     try:
         vector_walls, vector_cpus = _interleaved(systems, texts, leg)
     finally:
         if searcher is not None:
             searcher.close()
-        keyword.close()
-        fts.close()
-        memory.close()
+        for close in closers:
+            close()
     timings = [system.figures() for system in systems]
     if vector_walls:
         timings.append(_vector_leg_timing(vector_walls, vector_cpus))

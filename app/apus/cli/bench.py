@@ -142,6 +142,19 @@ def bench_sessions(
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep the index here (reused by the next run) instead of a scratch folder.",
 )
+@click.option(
+    "--rerank",
+    "rerank_candidates",
+    default="",
+    metavar="N[,N]",
+    help="Also time a keyword search reranking its top N candidates, for each N "
+    "(e.g. 10,20,40): the catalogue reranker, or --rerank-model.",
+)
+@click.option(
+    "--rerank-model",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A cross-encoder .onnx file (its tokenizer.json beside it) for --rerank.",
+)
 @guarded
 def bench_search(
     corpus: Path,
@@ -152,9 +165,12 @@ def bench_search(
     copies: int,
     vector_dims: int,
     index_dir: Path | None,
+    rerank_candidates: str,
+    rerank_model: str | None,
 ) -> None:
     """Query latency p50/p95, wall and thread CPU, over queries sampled from the corpus:
-    Apus end to end, its keyword leg alone and SQLite FTS5 over the same chunks, interleaved."""
+    Apus end to end, its keyword leg alone and SQLite FTS5 over the same chunks, interleaved
+    (and, with --rerank, keyword searches reranking their top N)."""
 
     from apus.benchmarks.search_bench import run_search_bench
 
@@ -170,9 +186,19 @@ def bench_search(
             synthetic_vectors=synthetic_vectors,
             copies=copies,
             vector_dims=vector_dims,
+            rerank_candidates=_counts(rerank_candidates),
+            rerank_model=rerank_model or "",
         )
     for line in search_table(r):
         click.echo(line)
+
+
+def _counts(text: str) -> tuple[int, ...]:
+    """`10,20,40` as numbers (a UsageError names a part that is not a positive number)."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not all(part.isdigit() and int(part) > 0 for part in parts):
+        raise click.UsageError(f"--rerank {text!r}: give counts like 10,20,40")
+    return tuple(int(part) for part in parts)
 
 
 def _ms(value: float) -> str:
@@ -196,7 +222,9 @@ def search_table(r: SearchBenchResult) -> list[str]:
             f"p95 {_ms(t.wall_p95_ms)} ms  | cpu p50 {_ms(t.cpu_p50_ms)} ms  "
             f"p95 {_ms(t.cpu_p95_ms)} ms  ({t.label})"
         )
-    for name, base in (("keyword", "fts5"), ("keyword-leg", "fts5"), ("hybrid", "keyword")):
+    reranks = tuple((t.name, "keyword") for t in r.timings if t.name.startswith("rerank@"))
+    pairs = (("keyword", "fts5"), ("keyword-leg", "fts5"), ("hybrid", "keyword"), *reranks)
+    for name, base in pairs:
         top, bottom = r.timing(name), r.timing(base)
         if top is None or bottom is None or not bottom.wall_p50_ms or not bottom.cpu_p50_ms:
             continue

@@ -90,8 +90,9 @@ if TYPE_CHECKING:
     "settings_sets",
     multiple=True,
     metavar="KEY=VALUE[,KEY=VALUE]",
-    help="Also score under these query settings (repeatable: one result set each), e.g. "
-    "memory.search.query.hybrid.vectorWeight=0.5.",
+    help="Also score under these query or rerank settings (repeatable: one result set "
+    "each), e.g. memory.search.query.hybrid.vectorWeight=0.5 or "
+    "memory.search.rerank.enabled=true.",
 )
 @click.option(
     "--split",
@@ -250,7 +251,7 @@ def _print_table(results: list[VariantResult], reference: ModeMetrics) -> None:
     width = max(len("setting"), *(len(r.variant.label) for r in results))
     click.echo(
         f"{'setting':<{width}}  {'mode':<8} {'queries':>7} {'nDCG@10':>8} {'Recall@100':>10} "
-        f"{'MRR@10':>7}"
+        f"{'MRR@10':>7} {'reranked':>8}"
     )
     for result in results:
         for m in result.metrics:
@@ -262,7 +263,7 @@ def _print_table(results: list[VariantResult], reference: ModeMetrics) -> None:
 def _figures(m: ModeMetrics) -> str:
     return (
         f"{m.mode:<8} {m.queries:>7} {m.ndcg_at_10:>8.4f} {m.recall_at_100:>10.4f} "
-        f"{m.mrr_at_10:>7.4f}"
+        f"{m.mrr_at_10:>7.4f} {m.reranked:>8.3f}"
     )
 
 

@@ -124,7 +124,8 @@ def _print_table(results: list[LocomoResult], references: list[ConversationMetri
     categories = list(CATEGORIES.values())
     click.echo(
         f"{'setting':<{width}}  {'mode':<12} {'qs':>5} {'R@5':>6} {'R@10':>6} {'Hit@5':>6} "
-        f"{'turns@5':>7}  R@5 by age ({'/'.join(AGE_THIRDS)})  Hit@5 ({'/'.join(categories)})"
+        f"{'turns@5':>7} {'reranked':>8}  R@5 by age ({'/'.join(AGE_THIRDS)})  "
+        f"Hit@5 ({'/'.join(categories)})"
     )
     rows = [(r.variant.label, m) for r in results for m in r.metrics]
     rows += [("reference", m) for m in references]
@@ -133,7 +134,8 @@ def _print_table(results: list[LocomoResult], references: list[ConversationMetri
         hits = "/".join(f"{m.by_category.get(c, {}).get('hit_at_5', 0.0):.3f}" for c in categories)
         click.echo(
             f"{label:<{width}}  {m.mode:<12} {m.questions:>5} {m.recall_at_5:>6.3f} "
-            f"{m.recall_at_10:>6.3f} {m.hit_at_5:>6.3f} {m.turns_at_5:>7.1f}  {ages}  {hits}"
+            f"{m.recall_at_10:>6.3f} {m.hit_at_5:>6.3f} {m.turns_at_5:>7.1f} "
+            f"{m.reranked:>8.3f}  {ages}  {hits}"
         )
     click.echo(
         "reference: textbook BM25 (lowercase \\w+, k1 0.9, b 0.4) over whole sessions / turns"

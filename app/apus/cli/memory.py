@@ -297,6 +297,12 @@ def _filters(
     help="Read a time in the query ('what did I decide last week') as dates, when no "
     "--since/--until is given.",
 )
+@click.option(
+    "--rerank/--no-rerank",
+    default=None,
+    help="Rerank the top candidates with the reranking model (default: "
+    "memory.search.rerank.enabled).",
+)
 @click.option("--explain", is_flag=True, help="Show how each score was made.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with `results`.")
 @guarded
@@ -313,6 +319,7 @@ def search(
     session: str | None,
     per_note: int | None,
     time_words: bool,
+    rerank: bool | None,
     explain: bool,
     as_json: bool,
 ) -> None:
@@ -339,7 +346,12 @@ def search(
         scope=SessionScope(asker=Asker(agent, session)),
     )
     options = SearchOptions(
-        mode=mode, limit=limit, filters=filters, per_note=per_note, time_words=time_words
+        mode=mode,
+        limit=limit,
+        filters=filters,
+        per_note=per_note,
+        time_words=time_words,
+        rerank=rerank,
     )
     with _open() as memory:
         response = memory.search(" ".join(query), options)

@@ -38,7 +38,8 @@ def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
     console = Console(highlight=False)
     for name, leg in response.legs.items():
         if not leg.ran and leg.reason and "not requested" not in leg.reason:
-            console.print(_line((f"{name} search did not run: {leg.reason}", "yellow")))
+            what = "reranking" if name == "rerank" else f"{name} search"
+            console.print(_line((f"{what} did not run: {leg.reason}", "yellow")))
     if not response.hits:
         console.print("No matches.")
         return
@@ -68,8 +69,14 @@ def print_hits(response: SearchResponse, *, explain: bool = False) -> None:
             e = hit.explain
             vector = "-" if e.vector_raw is None else f"{e.vector_raw:.3f}→{e.vector_norm:.3f}"
             text = "-" if e.text_raw is None else f"{e.text_raw:.2f}→{e.text_norm:.3f}"
+            # The reranker's score, and the relevance it made of the merged one.
+            rerank = (
+                ""
+                if e.reranked is None
+                else f"→ reranked {e.reranked:.3f} (model {e.rerank:.2f})  "
+            )
             console.print(
-                f"    [dim]vector {vector}  keyword {text}  merged {e.merged:.3f}  "
+                f"    [dim]vector {vector}  keyword {text}  merged {e.merged:.3f}  {rerank}"
                 f"× recency {e.recency_weight:.3f} (decay {_score_text(e.recency)}) "
                 f"× importance {e.importance:.2f} × curated {e.curated:.2f} "
                 f"× language {e.language:.2f} "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -77,9 +77,9 @@ class BedrockClient:
         self.timeout_s = timeout_s
         self.batch_timeout_s = batch_timeout_s
         self.batch_size = max(1, min(batch_size, COHERE_MAX_TEXTS))
-        self._credentials: Any = None
         errors = ServiceErrors("Amazon Bedrock", f"{CREDENTIALS_FIX} (region {region})")
         self._transport = ServiceTransport(errors, retry=retry)
+        self._signer = BedrockSigner(region, self._transport.add_secret)
 
     @property
     def endpoint(self) -> str:
@@ -136,10 +136,20 @@ class BedrockClient:
             deadline=deadline,
             content=json.dumps(body).encode("utf-8"),
             headers={"Content-Type": _JSON, "Accept": _JSON},
-            sign=self._sign,
+            sign=self._signer.sign,
         )
 
-    def _sign(self, request: httpx.Request) -> None:
+
+class BedrockSigner:
+    """SigV4 `bedrock` signatures from the AWS credential chain, for Bedrock's runtime and
+    its rerank API alike; each secret it loads is handed to `keep_secret` (never shown)."""
+
+    def __init__(self, region: str, keep_secret: Callable[[str], None]) -> None:
+        self.region = region
+        self._keep_secret = keep_secret
+        self._credentials: Any = None
+
+    def sign(self, request: httpx.Request) -> None:
         """Add SigV4 headers for exactly the URL, headers and body about to be sent."""
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
@@ -170,7 +180,7 @@ class BedrockClient:
             ) from exc
         if frozen is None or not frozen.access_key:
             raise EmbeddingUnavailable("no AWS credentials were found", fix=CREDENTIALS_FIX)
-        self._transport.add_secret(frozen.secret_key)
+        self._keep_secret(frozen.secret_key)
         if frozen.token:
-            self._transport.add_secret(frozen.token)
+            self._keep_secret(frozen.token)
         return frozen

@@ -85,9 +85,15 @@ class CandidatePool:
         return ChosenCandidate(record, self.scores[position], factors, float(self.final[position]))
 
 
-def hit_of(c: ChosenCandidate, snippet: Snippet, vector_hits: dict[int, float] | None) -> SearchHit:
+def hit_of(
+    c: ChosenCandidate,
+    snippet: Snippet,
+    vector_hits: dict[int, float] | None,
+    reranked: tuple[float, float] | None = None,
+) -> SearchHit:
     """The hit a chosen candidate is shown as: the legs that found it (`vector_hits`: the
-    vector leg's, None when it did not run) and every factor of its score."""
+    vector leg's, None when it did not run) and every factor of its score (`reranked`: the
+    reranker's score and the blended relevance, when the second stage read it)."""
     score = c.score
     legs = []
     if score is not None and score.text_raw is not None:
@@ -120,6 +126,8 @@ def hit_of(c: ChosenCandidate, snippet: Snippet, vector_hits: dict[int, float] |
             importance=c.factors.importance,
             tier=c.tier.name.lower(),
             mmr_position=c.mmr_position,
+            rerank=None if reranked is None else reranked[0],
+            reranked=None if reranked is None else reranked[1],
             final=c.final,
             diversity=c.diversity,
             language=c.factors.language,

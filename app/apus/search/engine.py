@@ -13,12 +13,14 @@ A search (`search_stages`) runs these steps, marked "Step N" in its body:
 7. Wait for the vector leg.
 8. Rank (`_rank`): merge the legs' scores (weights from config, else leaning on exact words
    for an identifier lookup), add the notes the query names, weigh each candidate by
-   recency, importance (the agent's own memory weighed up), language and path tier, select
-   by `minScore`, diversify with MMR (a factor of each score: the score a hit shows is the
-   one the list is ordered by), build the hits. What ranking learns about a chunk (its
-   record, factors, snippet) and the notes the query names are kept for the search
-   (`search/ranking_work.py`): step 8 reuses step 5's. The candidates are weighed as one
-   pool of arrays (`search/candidate_pool.py`); the answer's types are `search/results.py`.
+   recency, importance (the agent's own memory weighed up), language and path tier, rerank
+   the final answer's top candidates that `minScore` admits (`_reranked`,
+   `apus.search.rerank`), select by `minScore`, diversify with MMR (a factor of each score:
+   the score a hit shows is the one the list is ordered by), build the hits. What ranking
+   learns about a chunk (its record, factors, snippet) and the notes the query names are
+   kept for the search (`search/ranking_work.py`): step 8 reuses step 5's. The candidates
+   are weighed as one pool of arrays (`search/candidate_pool.py`); the answer's types are
+   `search/results.py`.
 
 It only reads, and keeps nothing one query learns for the next: a keyword index that is
 missing, damaged or behind the store, a vector file to rebuild, a re-embed that is due are
@@ -68,6 +70,7 @@ from apus.search.path_words import PathWords, path_tiers
 from apus.search.query import ParsedQuery
 from apus.search.ranking import PathTier, select_with_min_score
 from apus.search.ranking_work import RankingWork
+from apus.search.rerank.stage import Reranker
 from apus.search.results import LegReport, Repair, SearchHit, SearchResponse
 
 # The vector leg's modules (embedding, FAISS) and the media of `extraPaths` are imported
@@ -75,6 +78,7 @@ from apus.search.results import LegReport, Repair, SearchHit, SearchResponse
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from apus.search.rerank.scorer import RerankScorer
     from apus.search.vector_leg import VectorLeg
 
 T = TypeVar("T")
@@ -119,10 +123,13 @@ class Searcher:
         vector_leg_source: Callable[[], VectorLeg | None] | None = None,
         strict: bool = False,
         today: Callable[[], dt.date] = dt.date.today,
+        reranker: Reranker | None = None,
     ) -> None:
         """`vector_leg` (closed with the searcher), or `vector_leg_source` to make it when a
         search first needs it (a keyword search never does): a factory that only makes the
-        leg, whose owner closes it."""
+        leg, whose owner closes it. `reranker`: the second stage shared with other searchers
+        (else one made from the settings, loading its model at the first search that
+        reranks)."""
         self.settings = settings
         self.index_dir = settings.index_dir()
         self._leg = vector_leg
@@ -138,6 +145,8 @@ class Searcher:
         # The vector leg's threads, made for the first query embedding: a keyword search never
         # needs one.
         self._executor: ThreadPoolExecutor | None = None
+        self._owns_reranker = reranker is None
+        self.reranker = reranker or Reranker(lambda: _scorer_of(settings))
 
     @property
     def vector_leg(self) -> VectorLeg | None:
@@ -153,6 +162,8 @@ class Searcher:
         self._keyword.close()
         if self._leg is not None and self._owns_leg:
             self._leg.close()
+        if self._owns_reranker:
+            self.reranker.close()
         with self._store_lock:
             if self._store is not None:
                 self._store.close()
@@ -183,7 +194,8 @@ class Searcher:
         started = time.perf_counter()
         # Step 1: the query read once, the options resolved once.
         parsed = query if isinstance(query, ParsedQuery) else ParsedQuery.parse(query)
-        resolved = (options or SearchOptions()).resolve(self.settings.search.query)
+        search = self.settings.search
+        resolved = (options or SearchOptions()).resolve(search.query, search.rerank)
         if not parsed.text:
             yield SearchResponse(parsed.text, resolved.mode, [])
             return
@@ -250,9 +262,14 @@ class Searcher:
     def _response(
         self, work: RankingWork, legs: _Legs, mode: Mode, started: float, final: bool = True
     ) -> SearchResponse:
-        hits = self._rank(work, legs)
+        hits = self._rank(work, legs, rerank=final)
+        reports = legs.reports
+        if final and work.rerank is not None:
+            done = work.rerank.report
+            rerank = LegReport(done.ran, done.reason, done.fix, done.candidates, done.ms)
+            reports = {**reports, "rerank": rerank}
         elapsed = (time.perf_counter() - started) * 1000
-        return SearchResponse(work.query.text, mode, hits, legs.reports, elapsed, final)
+        return SearchResponse(work.query.text, mode, hits, reports, elapsed, final)
 
     # -- related notes ------------------------------------------------------------------
 
@@ -423,16 +440,56 @@ class Searcher:
 
     # -- ranking ------------------------------------------------------------------------
 
-    def _rank(self, work: RankingWork, legs: _Legs) -> list[SearchHit]:
-        """The legs' hits merged, weighed, selected, diversified and made into hits."""
+    def _rank(self, work: RankingWork, legs: _Legs, rerank: bool = False) -> list[SearchHit]:
+        """The legs' hits merged, weighed, (for a final answer) reranked, selected,
+        diversified and made into hits."""
         options = work.options
-        chosen = self._chosen(work, self._weighed(work, legs))
+        pool = self._weighed(work, legs)
+        if rerank and options.rerank is not None:
+            pool = self._reranked(work, pool)
+        chosen = self._chosen(work, pool)
         if options.mmr and len(chosen) > 1:
             chosen = self._diversify(work, chosen, options.mmr_lambda)
         else:
             set_shown_scores(chosen, [c.final for c in chosen])
-        hits = [hit_of(c, work.snippet_of(c.chunk), legs.vector) for c in chosen]
+        hits = [
+            hit_of(c, work.snippet_of(c.chunk), legs.vector, work.reranked.get(c.chunk.id))
+            for c in chosen
+        ]
         return self._with_media_facts(work, hits)
+
+    def _reranked(self, work: RankingWork, pool: CandidatePool) -> CandidatePool:
+        """The pool with its top candidates reranked: the reranker reads the first
+        `rerank.candidates` that `minScore` admits (relevance still judges what is shown)
+        and its scores meet their fused relevance; ordering weighs the blend by recency
+        and importance as before. On any failure the pool stands as it was."""
+        settings = work.options.rerank
+        assert settings is not None
+        wide = replace(work.options, limit=settings.candidates)
+        tiers = pool.tiers.tolist()
+        positions = [p for p in self._select(pool, wide) if tiers[p] == PathTier.NONE]
+        records = self._records(work, [pool.candidates.ids[p] for p in positions])
+        positions = [p for p in positions if pool.candidates.ids[p] in records]
+        if not positions:
+            return pool
+        chunks = [records[pool.candidates.ids[p]] for p in positions]
+        at = np.asarray(positions, dtype=np.int64)
+        outcome = self.reranker.run(work.query, chunks, pool.relevance[at], settings)
+        work.rerank = outcome
+        work.reranked = {}
+        if outcome.relevance is None or outcome.scores is None:
+            return pool
+        for p, score, blended in zip(positions, outcome.scores, outcome.relevance, strict=True):
+            work.reranked[pool.candidates.ids[p]] = (score, float(blended))
+        relevance = pool.relevance.copy()
+        relevance[at] = outcome.relevance
+        # As `_weighed`: relevance × recency weight × importance × curated × language (the
+        # language weights stay those the fused relevance chose).
+        weights = pool.weights
+        curated = weights.curated if weights.curated is not None else 1.0
+        language = weights.language if weights.language is not None else 1.0
+        factors = weights.recency_weight * weights.importance * curated * language
+        return replace(pool, final=relevance * factors)
 
     def _with_media_facts(self, work: RankingWork, hits: list[SearchHit]) -> list[SearchHit]:
         """Hits on images and audio carry their type and size (the faces show both)."""
@@ -629,6 +686,13 @@ class Searcher:
                 firsts = self._with_store(lambda s: s.first_chunk_of_files(files), {})
             work.named = {chunk.id for chunk in firsts.values()}
         return work.named
+
+
+def _scorer_of(settings: Settings) -> RerankScorer:
+    """The second stage's scorer as the settings name it (its model loaded on first use)."""
+    from apus.search.rerank.scorer import make_scorer
+
+    return make_scorer(settings.search.rerank)
 
 
 def _title_and_headings(chunks: list[ChunkRecord]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from apus.config import QuerySettings
+from apus.config import QuerySettings, RerankSettings
 from apus.index.note_filter import NoteFilter
 from apus.search.hybrid import MergeMethod
 
@@ -22,17 +22,22 @@ class SearchOptions:
     recency: bool | None = None  # None: hybrid.temporalDecay.enabled
     min_score: float | None = None  # None: minScore
     filters: NoteFilter = field(default_factory=NoteFilter)
+    rerank: bool | None = None  # None: memory.search.rerank.enabled
     # The session's rules (`Memory.search`), which the Searcher never reads: at most this
     # many passages of one note, touching ones merged (None: no limit); and, without
     # since/until, a time in the query's words read as the dates to search.
     per_note: int | None = None
     time_words: bool = False
 
-    def resolve(self, config: QuerySettings) -> ResolvedOptions:
+    def resolve(
+        self, config: QuerySettings, rerank: RerankSettings | None = None
+    ) -> ResolvedOptions:
         """These options with config's values where they leave one open, and every other
-        setting a search reads: read here once, so that every step of one search agrees."""
+        setting a search reads: read here once, so that every step of one search agrees.
+        `rerank`: the second stage's settings (None: no second stage)."""
         hybrid = config.hybrid
         decay = hybrid.temporal_decay
+        reranks = rerank is not None and (rerank.enabled if self.rerank is None else self.rerank)
         return ResolvedOptions(
             mode=self.mode,
             limit=self.limit or config.max_results,
@@ -49,6 +54,7 @@ class SearchOptions:
             mmr_lambda=hybrid.mmr.lambda_,
             half_life_days=decay.half_life_days,
             recency_floor=decay.floor,
+            rerank=rerank if reranks else None,
             curated_weight=config.curated_weight,
             language_weight=config.language_weight,
         )
@@ -73,5 +79,6 @@ class ResolvedOptions:
     mmr_lambda: float
     half_life_days: float
     recency_floor: float
+    rerank: RerankSettings | None = None  # the second stage, when it runs
     curated_weight: float = 1.0  # what the agent's own memory is multiplied by
     language_weight: float = 1.0  # what a note in another language than the query's is

@@ -20,6 +20,7 @@ from apus.vault.text_terms import TextTerms
 # The media of `extraPaths` are imported when a search shows one.
 if TYPE_CHECKING:
     from apus.index.media import MediaFacts
+    from apus.search.rerank.stage import RerankOutcome
 
 
 @dataclass
@@ -42,6 +43,9 @@ class RankingWork:
     # its snippet's matches, with no `Token` for each word.
     text_terms: dict[int, TextTerms] = field(default_factory=dict)
     media: dict[str, MediaFacts | None] = field(default_factory=dict)
+    # The last ranking's second stage: its report, and each reranked chunk's scores.
+    rerank: RerankOutcome | None = None
+    reranked: dict[int, tuple[float, float]] = field(default_factory=dict)
 
     def snippet_of(self, chunk: ChunkRecord) -> Snippet:
         """A shown chunk's snippet, made once a search."""

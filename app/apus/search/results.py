@@ -53,6 +53,8 @@ class Explanation:
     importance: float
     tier: str
     mmr_position: int | None  # 1-based position chosen by MMR; None when MMR was off
+    rerank: float | None = None  # the reranker's score of the passage (None: not reranked)
+    reranked: float | None = None  # the relevance after the blend: what ordering weighs
     # relevance × recency weight × importance × curated × language, before diversity
     final: float = 0.0
     # What MMR multiplied `final` by (1.0: nothing above repeats it, or MMR was off)

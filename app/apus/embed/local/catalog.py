@@ -6,7 +6,7 @@ import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from apus import paths
 from apus.embed.prefixes import scheme_for_family
@@ -16,6 +16,30 @@ DEFAULT_MODEL = "embeddinggemma-300m"
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _REVISION = re.compile(r"[0-9a-f]{40}")
+
+
+class HubFile(Protocol):
+    """One file on the model hub, pinned to a commit and checked by size and sha256: what
+    `apus models pull` downloads and verifies (an embedding GGUF, a reranker's ONNX file or
+    its tokenizer)."""
+
+    @property
+    def name(self) -> str: ...  # the catalogue model it belongs to (`apus models pull NAME`)
+
+    @property
+    def repo(self) -> str: ...
+
+    @property
+    def file(self) -> str: ...  # its path in the repository
+
+    @property
+    def revision(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def sha256(self) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from apus import __version__, paths
-from apus.embed.local.catalog import ModelManifest, load_catalog
+from apus.embed.local.catalog import HubFile, ModelManifest, load_catalog
 from apus.embed.local.filehash import file_sha256
 from apus.embed.local.gguf_info import GGUF_MAGIC
 from apus.errors import ApusError
@@ -52,8 +52,8 @@ class InstalledModel:
     verified: bool
 
 
-def model_path(manifest: ModelManifest) -> Path:
-    """Where the verified GGUF of a catalogue model lives."""
+def model_path(manifest: HubFile) -> Path:
+    """Where the verified file of a catalogue model lives."""
     return paths.models_dir() / manifest.name / manifest.file
 
 
@@ -69,7 +69,7 @@ def hub_endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or hf_constants.ENDPOINT).rstrip("/")
 
 
-def download_url(manifest: ModelManifest) -> str:
+def download_url(manifest: HubFile) -> str:
     from huggingface_hub import hf_hub_url
 
     return hf_hub_url(
@@ -78,7 +78,7 @@ def download_url(manifest: ModelManifest) -> str:
 
 
 def pull_model(
-    manifest: ModelManifest,
+    manifest: HubFile,
     *,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
@@ -102,7 +102,7 @@ def pull_model(
                 if progress:
                     progress(manifest.size, manifest.size)
                 return final
-        part = final.with_name(f"{manifest.file}.{manifest.revision[:12]}.part")
+        part = final.with_name(f"{final.name}.{manifest.revision[:12]}.part")
         try:
             _transfer(manifest, part, progress=progress, cancel=cancel, retries=retries)
         except OSError as exc:  # the disk, not the network (httpx errors are not OSError)
@@ -113,15 +113,16 @@ def pull_model(
         _check(part, manifest, label="the downloaded file")
         os.replace(part, final)
         _write_verified(final, manifest.sha256)
-        for stale in final.parent.glob(f"{manifest.file}.*.part"):
+        for stale in final.parent.glob(f"{final.name}.*.part"):
             stale.unlink(missing_ok=True)  # partial files of earlier revisions
         return final
 
 
 def verify_model_file(
-    path: Path, manifest: ModelManifest, *, quarantine: bool = True, rehash: bool = False
+    path: Path, manifest: HubFile, *, quarantine: bool = True, rehash: bool = False
 ) -> None:
-    """Check size, GGUF magic and sha256; on mismatch quarantine the file and raise.
+    """Check size, GGUF magic (of a .gguf file) and sha256; on mismatch quarantine the file
+    and raise.
 
     A successful check is remembered beside the file by (size, mtime, ctime), so it costs a
     hash of the whole file only once; `rehash` ignores that record (`models pull` does).
@@ -160,7 +161,7 @@ def installed_models(catalog: dict[str, ModelManifest] | None = None) -> list[In
 
 
 def _transfer(
-    manifest: ModelManifest,
+    manifest: HubFile,
     part: Path,
     *,
     progress: Progress | None,
@@ -205,7 +206,7 @@ def _transfer(
 def _stream(
     client: httpx.Client,
     url: str,
-    manifest: ModelManifest,
+    manifest: HubFile,
     part: Path,
     offset: int,
     *,
@@ -243,7 +244,7 @@ def _stream(
             os.fsync(handle.fileno())
 
 
-def _raise_for_status(response: httpx.Response, manifest: ModelManifest) -> None:
+def _raise_for_status(response: httpx.Response, manifest: HubFile) -> None:
     status = response.status_code
     if status in (200, 206):
         return
@@ -260,7 +261,7 @@ def _raise_for_status(response: httpx.Response, manifest: ModelManifest) -> None
     raise DownloadError(message, fix=fix)
 
 
-def _check(path: Path, manifest: ModelManifest, *, label: str, quarantine: bool = True) -> None:
+def _check(path: Path, manifest: HubFile, *, label: str, quarantine: bool = True) -> None:
     problem = None
     size = path.stat().st_size
     if size != manifest.size:
@@ -268,7 +269,7 @@ def _check(path: Path, manifest: ModelManifest, *, label: str, quarantine: bool 
     else:
         with path.open("rb") as handle:
             magic = handle.read(4)
-        if magic != GGUF_MAGIC:
+        if manifest.file.endswith(".gguf") and magic != GGUF_MAGIC:
             problem = "it does not start with the GGUF magic bytes"
         else:
             digest = file_sha256(path)
@@ -359,13 +360,18 @@ def _locked(final: Path, cancel: threading.Event | None) -> Iterator[None]:
         lock.release()
 
 
-def _offline_error(manifest: ModelManifest, exc: Exception) -> DownloadError:
+def _offline_error(manifest: HubFile, exc: Exception) -> DownloadError:
+    own = (
+        "memory.search.local.modelPath to a GGUF file"
+        if manifest.file.endswith(".gguf")
+        else "memory.search.rerank.local.modelPath to an ONNX file"
+    )
     return DownloadError(
         f"Cannot reach the model hub at {hub_endpoint()} to download {manifest.name} "
         f"({_describe(exc)}); you may be offline.",
         fix=(
             f"connect and run `apus models pull {manifest.name}`, set HF_ENDPOINT to a reachable "
-            "mirror, or set memory.search.local.modelPath to a GGUF file you already have"
+            f"mirror, or set {own} you already have"
         ),
     )
 

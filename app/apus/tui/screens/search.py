@@ -207,6 +207,9 @@ class SearchScreen(NotifiesWorkerErrors, StatusBarScreen):
         pending = "" if final else " · meaning…"
         if response.coverage is not None:  # still embedding: say how far meaning reached
             kind += f" · meaning covers {percent_text(response.coverage)}"
+        rerank = response.legs.get("rerank")
+        if rerank is not None:  # the second stage ran, or the merged order stands (and why)
+            kind += " · reranked" if rerank.ran else f" · not reranked: {rerank.reason}"
         if self.preferences.include_conversations:
             kind += " · with conversations"
         timing = f" · {response.ms:.0f} ms" if self.preferences.show_timings else ""

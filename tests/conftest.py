@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from hypothesis import settings
 from apus.embed import base as embed_base
 from support.ports import refusing_port
 from support.tiny_gguf import write_tiny_gguf
+from support.tmpfs import mounted_tmpfs
 
 # Hypothesis fails an example that takes over 200 ms by default: a wall-clock limit, which a
 # loaded machine can meet with any example. Property tests check results, never speed.
@@ -96,18 +96,5 @@ def no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 16 MB tmpfs (mounting needs root); unmounted afterwards."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        pytest.skip("mounting a small file system needs root")
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with mounted_tmpfs(tmp_path, "16m") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)

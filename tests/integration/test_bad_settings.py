@@ -17,6 +17,7 @@ import pytest
 
 from apus.config import load_settings
 from apus.errors import VaultError
+from support.tmpfs import mounted_tmpfs
 from support.unprivileged import nobody_home, run_as_nobody, shared_folder, unprivileged_apus
 from support.vaults import cli_env, make_settings, run_apus, run_json, vault_digest, write_note
 
@@ -201,21 +202,8 @@ def test_an_index_folder_replaced_by_a_file_is_one_clear_error(vault: Path) -> N
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 256 KB tmpfs (mounting needs root); unmounted afterwards."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        pytest.skip("mounting a small file system needs root")
-    mount_point = tmp_path / "small"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount_point)],
-        capture_output=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
+    with mounted_tmpfs(tmp_path, "256k") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def test_a_full_disk_during_index_is_one_clear_error_and_loses_nothing(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from apus import paths
 from apus.embed.prefixes import scheme_for_family
@@ -58,16 +59,31 @@ class ModelManifest:
     description: str
 
 
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+NamedManifest = TypeVar("NamedManifest", bound=_Named)
+
+
+def load_manifests(
+    folder: Path, parse: Callable[[Path], NamedManifest], what: str
+) -> dict[str, NamedManifest]:
+    """Every `*.toml` manifest in `folder`, parsed by `parse`, by name; a name defined twice
+    is refused (`what` names the kind: the embedding models' and the rerankers' catalogues)."""
+    found: dict[str, NamedManifest] = {}
+    for file in sorted(folder.glob("*.toml")):
+        manifest = parse(file)
+        if manifest.name in found:
+            raise ValueError(f"{file.name}: {what} {manifest.name!r} is defined twice")
+        found[manifest.name] = manifest
+    return found
+
+
 def load_catalog(directory: Path | None = None) -> dict[str, ModelManifest]:
     """Every manifest in `directory` (default: the bundled models folder), by name."""
-    folder = directory or paths.bundled_models_dir()
-    catalog: dict[str, ModelManifest] = {}
-    for file in sorted(folder.glob("*.toml")):
-        manifest = _parse(file)
-        if manifest.name in catalog:
-            raise ValueError(f"{file.name}: model name {manifest.name!r} is defined twice")
-        catalog[manifest.name] = manifest
-    return catalog
+    return load_manifests(directory or paths.bundled_models_dir(), _parse, "model name")
 
 
 def get_manifest(name: str, catalog: dict[str, ModelManifest] | None = None) -> ModelManifest:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from apus import paths
+from apus.embed.local.catalog import load_manifests
 from apus.errors import ConfigError
 
 DEFAULT_RERANKER = "ms-marco-minilm-l12-v2"
@@ -59,14 +60,7 @@ def rerankers_dir() -> Path:
 
 def load_rerankers(directory: Path | None = None) -> dict[str, RerankerManifest]:
     """Every reranker manifest in `directory` (default: the bundled one), by name."""
-    folder = directory or rerankers_dir()
-    found: dict[str, RerankerManifest] = {}
-    for file in sorted(folder.glob("*.toml")):
-        manifest = _parse(file)
-        if manifest.name in found:
-            raise ValueError(f"{file.name}: reranker {manifest.name!r} is defined twice")
-        found[manifest.name] = manifest
-    return found
+    return load_manifests(directory or rerankers_dir(), _parse, "reranker")
 
 
 def get_reranker(name: str, catalog: dict[str, RerankerManifest] | None = None) -> RerankerManifest:

@@ -208,8 +208,7 @@ def _run_beir(
         workspace,
         write_vault,
     )
-    from apus.cli.progress import SyncProgressBar
-    from apus.memory import Memory
+    from apus.cli.progress import index_for_evaluation
 
     variants = [DEFAULTS, *(parse_variant(text) for text in settings_sets)]
     collection = load_collection(collection_dir, judgments, limit_docs)
@@ -231,13 +230,7 @@ def _run_beir(
         f"({split}); index {index_dir}",
         err=True,
     )
-    with (
-        Memory(settings=settings_for({})) as memory,
-        SyncProgressBar(enabled=not as_json) as bar,
-    ):
-        report = memory.sync(progress=bar.update)
-    if report.embedding.problem is not None:
-        click.secho(f"Embeddings: {report.embedding.message()}", fg="yellow", err=True)
+    index_for_evaluation(settings_for({}), show_progress=not as_json)
     chosen = modes or (("keyword", "vector", "hybrid") if model else ("keyword",))
     results = evaluate(settings_for, collection, mapping, chosen, variants=variants, mmr=mmr)
     reference = textbook_reference(collection)

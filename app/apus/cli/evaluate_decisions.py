@@ -38,8 +38,7 @@ def run_decisions(
         workspace,
         write_decisions,
     )
-    from apus.cli.progress import SyncProgressBar
-    from apus.memory import Memory
+    from apus.cli.progress import index_for_evaluation
 
     variants = [DEFAULTS, *(parse_variant(text) for text in settings_sets)]
     root = workspace(docs)
@@ -68,13 +67,7 @@ def run_decisions(
         f"index {index_dir}",
         err=True,
     )
-    with (
-        Memory(settings=settings_for({})) as memory,
-        SyncProgressBar(enabled=not as_json) as bar,
-    ):
-        report = memory.sync(progress=bar.update)
-    if report.embedding.problem is not None:
-        click.secho(f"Embeddings: {report.embedding.message()}", fg="yellow", err=True)
+    index_for_evaluation(settings_for({}), show_progress=not as_json)
     chosen = tuple(modes) or (("keyword", "hybrid") if model else ("keyword",))
     results = evaluate_decisions(settings_for, asked, chosen, variants=variants)
     if as_json:

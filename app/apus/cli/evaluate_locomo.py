@@ -47,8 +47,7 @@ def run_locomo(
     as_json: bool,
 ) -> None:
     """Build each conversation's memory, index it, ask its questions, print the figures."""
-    from apus.cli.progress import SyncProgressBar
-    from apus.memory import Memory
+    from apus.cli.progress import index_for_evaluation
 
     variants = [DEFAULTS, *(parse_variant(text) for text in settings_sets)]
     loaded = load_conversations(folder, conversations)
@@ -60,13 +59,7 @@ def run_locomo(
             run.settings_for(variant.overrides)  # a bad --set fails now, not after indexing
         questions = len(conversation.questions)
         click.echo(f"{conversation.name}: {questions} questions ({layout})", err=True)
-        with (
-            Memory(settings=run.settings_for({})) as memory,
-            SyncProgressBar(enabled=not as_json) as bar,
-        ):
-            report = memory.sync(progress=bar.update)
-        if report.embedding.problem is not None:
-            click.secho(f"Embeddings: {report.embedding.message()}", fg="yellow", err=True)
+        index_for_evaluation(run.settings_for({}), show_progress=not as_json)
         runs.append(run)
     chosen = tuple(modes) or (("keyword", "vector", "hybrid") if model else ("keyword",))
     results = evaluate_conversations(runs, chosen, variants=variants, today=day_of)

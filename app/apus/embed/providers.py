@@ -43,7 +43,6 @@ __all__ = [
 # processed in one micro-batch whose attention buffer grows with its square, so ask for what
 # the catalogue models use (notes are chunked to ~400 tokens). local.contextSize overrides it.
 MAX_UNKNOWN_CONTEXT = 2048
-_PULL_FIX = "apus models pull"
 
 
 @dataclass
@@ -176,20 +175,14 @@ def create_local_embedder(settings: SearchSettings) -> LocalEmbedder:
 
 
 def _model_from_catalogue(name: str) -> tuple[Path, str, str, str, int, int]:
-    from apus.embed.local.download import DownloadError, model_path, verify_model_file
+    from apus.embed.local.download import DownloadError, verified_download
 
     try:
         manifest = get_manifest(name)
     except ConfigError as exc:
         raise EmbeddingUnavailable(exc.reason, fix=exc.fix) from exc
-    path = model_path(manifest)
-    if not path.is_file():
-        raise EmbeddingUnavailable(
-            f"the embedding model {manifest.name} is not downloaded yet",
-            fix=f"{_PULL_FIX} {manifest.name}",
-        )
     try:
-        verify_model_file(path, manifest)
+        path = verified_download(manifest, model=manifest.name, kind="embedding model")
     except DownloadError as exc:
         raise EmbeddingUnavailable(exc.reason, fix=exc.fix) from exc
     return path, manifest.name, manifest.sha256, manifest.family, manifest.dims, manifest.context

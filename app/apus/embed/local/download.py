@@ -142,6 +142,20 @@ def verify_model_file(
     _write_verified(path, manifest.sha256)
 
 
+def verified_download(part: HubFile, *, model: str, kind: str) -> Path:
+    """A catalogue model's downloaded file, checked by size and sha256 (the hash once per file:
+    `verify_model_file` remembers it). `model` is the catalogue name `apus models pull` takes,
+    `kind` what the user calls it ("embedding model"); a missing or damaged file raises
+    DownloadError with that command as the fix."""
+    path = model_path(part)
+    if not path.is_file():
+        raise DownloadError(
+            f"the {kind} {model} is not downloaded yet", fix=f"apus models pull {model}"
+        )
+    verify_model_file(path, part)
+    return path
+
+
 def installed_models(catalog: dict[str, ModelManifest] | None = None) -> list[InstalledModel]:
     """Catalogue models present on disk, with their (cached) verification result."""
     installed = []

@@ -187,19 +187,12 @@ def _catalogue_model(name: str) -> RerankerManifest:
 def _verified(manifest: RerankerManifest) -> tuple[Path, Path]:
     """The model's two files, each checked by size and sha256 (once per file: the verdict
     is remembered beside it until the file changes)."""
-    from apus.embed.local.download import DownloadError, model_path, verify_model_file
+    from apus.embed.local.download import DownloadError, verified_download
 
-    found = []
-    for part in manifest.files:
-        path = model_path(part)
-        if not path.is_file():
-            raise RerankError(
-                f"the reranking model {manifest.name} is not downloaded yet",
-                fix=f"apus models pull {manifest.name}",
-            )
-        try:
-            verify_model_file(path, part)
-        except DownloadError as exc:
-            raise RerankError(exc.reason, fix=exc.fix) from exc
-        found.append(path)
-    return found[0], found[1]
+    try:
+        return (
+            verified_download(manifest.model, model=manifest.name, kind="reranking model"),
+            verified_download(manifest.tokenizer, model=manifest.name, kind="reranking model"),
+        )
+    except DownloadError as exc:
+        raise RerankError(exc.reason, fix=exc.fix) from exc

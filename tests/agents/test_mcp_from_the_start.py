@@ -145,14 +145,14 @@ async def test_embedding_is_said_and_instructions_say_what_will_happen(
     )
     async with agent(vault, env) as session:
         text = session.instructions or ""
-        assert "search by meaning starts as passages are embedded" in text
-        assert "memory_status tells how far" in text and "0% done" not in text
+        assert "search by meaning starts as passages are embedded" in text, text
+        assert "memory_status tells how far" in text and "0% done" not in text, text
         point = await anyio.to_thread.run_sync(hold.wait_held)
         answer = await call(session, "memory_search", query="heron")
-        assert answer["indexing"]["phase"] == "Embedding passages"
-        assert answer["indexing"]["total"] == point["total"] == 40
+        assert answer["indexing"]["phase"] == "Embedding passages", (answer, point)
+        assert answer["indexing"]["total"] == point["total"] == 40, (answer, point)
         said = await text_of(session, "memory_search", query="heron")
-        assert "every note is searchable by its words" in said
+        assert "every note is searchable by its words" in said, said
         hold.release()
         status = await _until_indexed(session)
-        assert status["embeddings"]["state"] == "ready"
+        assert status["embeddings"]["state"] == "ready", status

@@ -32,6 +32,19 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 2 * (cores or 1)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long tests first: the packaged binaries' group (one worker builds and runs them),
+    then the others marked `slow`, each kept in its order. On parallel workers a long test
+    handed out last keeps the whole run waiting for it alone; handed out first, the short
+    ones fill the other workers around it."""
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("xdist_group") is None,
+            item.get_closest_marker("slow") is None,
+        )
+    )
+
+
 @pytest.fixture(scope="session")
 def refusing_hub() -> Iterator[str]:
     """A model hub address that refuses every connection, for the whole run."""

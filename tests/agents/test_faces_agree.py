@@ -124,6 +124,7 @@ async def _app(vault: Path, queries: list[str]) -> dict[str, list[Hit]]:
     return shown
 
 
+@pytest.mark.slow
 async def test_every_face_gets_the_same_hits_in_the_same_order(vault: Path) -> None:
     env = server_env(**ENV)
     agents: list[list[list[Hit]]] = []

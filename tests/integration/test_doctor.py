@@ -48,6 +48,7 @@ def doctor(vault: Path, env: dict[str, str], expect: int) -> dict[str, dict[str,
     return checks
 
 
+@pytest.mark.slow
 def test_doctor_with_the_tiny_model_measures_a_real_embedding(
     vault: Path, tiny_model: Path
 ) -> None:

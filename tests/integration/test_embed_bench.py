@@ -6,11 +6,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from support.vaults import run_apus, write_note
 
 ROW = r"\s+(?P<seconds>[\d.]+)\s+(?P<rate>\d+)\s+(?P<share>[\d.]+)\s"
 
 
+@pytest.mark.slow
 def test_the_embed_benchmark_prints_a_row_per_configuration(
     tmp_path: Path, tiny_model: Path
 ) -> None:

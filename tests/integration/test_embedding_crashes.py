@@ -106,6 +106,7 @@ def test_a_server_killed_mid_index_is_named_with_a_fix(
     assert json.loads(found.stdout)["results"][0]["path"] == "notes/router.md"
 
 
+@pytest.mark.slow
 def test_three_crashes_stop_restarts_until_index_is_run_by_hand(
     vault: Path, local_env: dict[str, str], runtime: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +139,7 @@ def test_three_crashes_stop_restarts_until_index_is_run_by_hand(
     assert status_json(vault, local_env)["state"] == "ready"
 
 
+@pytest.mark.slow
 def test_a_crash_the_sync_went_on_after_stays_in_sight_until_a_clean_sync(
     vault: Path, local_env: dict[str, str], runtime: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

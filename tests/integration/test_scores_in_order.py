@@ -110,6 +110,7 @@ def test_scores_never_rise_by_words(tmp_path: Path) -> None:
         _property(memory, vault, max_examples=40)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("isolated_dirs")
 def test_scores_never_rise_by_meaning_and_words(tmp_path: Path, tiny_model: Path) -> None:
     vault = tmp_path / "vault"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from support.vaults import run_apus, vault_digest, write_note
 
 ROW = r"^    {tool}\s+(?P<calls>\d+)\s+p50\s+(?P<p50>[\d.]+) ms\s+p95\s+(?P<p95>[\d.]+) ms\s+p99"
@@ -23,6 +25,7 @@ def _corpus(tmp_path: Path) -> Path:
     return corpus
 
 
+@pytest.mark.slow
 def test_the_serve_benchmark_checks_every_write(tmp_path: Path, tiny_model: Path) -> None:
     corpus = _corpus(tmp_path)
     before = vault_digest(corpus)

@@ -327,6 +327,7 @@ def _wait_for_commit(proc: subprocess.Popen[str], db: Path, above: int) -> int:
     return committed
 
 
+@pytest.mark.slow
 def test_interrupted_and_killed_syncs_leave_a_usable_index(tmp_path: Path) -> None:
     count = 4 * BATCH  # room for a batch before Ctrl-C, one before the kill, and more after
     vault = _numbered_vault(tmp_path / "vault", count)

@@ -238,6 +238,7 @@ def test_model_change_pauses_vectors_and_force_rebuilds(
         assert memory.status().embeddings.state == "ready"
 
 
+@pytest.mark.slow
 def test_killed_server_mid_index_keyword_keeps_working_and_index_completes(
     tmp_path: Path, tiny_models: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -183,8 +183,8 @@ class ProviderVectorLeg:
         # holds are of the current identity (its stamp says so), never another model's or
         # prefix scheme's: serve them as a partial set.
         covered = self._covered()
-        coverage = readiness.coverage(len(covered))
-        if covered and coverage is not None:
+        coverage = readiness.coverage(len(covered))  # None when none is covered
+        if coverage is not None:
             return VectorAvailability(
                 True,
                 Problem(coverage_sentence(coverage)),

@@ -73,6 +73,11 @@ class HttpServer:
         """SIGTERM, then the exit status (a clean stop is 0)."""
         if self.process.poll() is None:
             self.process.terminate()
+        return self.exit_status(timeout)
+
+    def exit_status(self, timeout: float = 150) -> int:
+        """The exit status once the server ends by itself (a SIGTERM already sent: a second
+        one, as a person's second Ctrl-C, ends it at once instead of cleanly)."""
         code = self.process.wait(timeout=timeout)
         self._reader.join(timeout=10)
         return code

@@ -20,7 +20,7 @@ from agents.mcp_client import agent, server_env
 from agents.mcp_http import http_agent, http_server
 from apus.tui.screens.search import SearchScreen
 from apus.tui.widgets.results import ResultList
-from support.vaults import run_apus, run_json, write_note
+from support.vaults import index_vault, run_apus, run_json, write_note
 from tui.factory import SIZE, make_app, settle
 
 TODAY = "2026-12-02"
@@ -72,7 +72,7 @@ def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         write_note(root, rel, text)
     for name, value in server_env(**ENV).items():
         monkeypatch.setenv(name, value)  # the app runs in this process, with these settings
-    run_apus("--vault", root, "memory", "index", env=server_env(**ENV))
+    index_vault(root, server_env(**ENV))
     return root
 
 

@@ -10,7 +10,7 @@ import pytest
 from mcp_types import CallToolResult
 
 from agents.mcp_client import agent, call, refused, server_env
-from support.vaults import run_apus, run_json, write_note
+from support.vaults import index_vault, run_json, write_note
 
 
 def _long_note() -> str:
@@ -27,7 +27,7 @@ def vault(tmp_path: Path) -> Path:
     write_note(root, "notes/long.md", _long_note())
     for n in range(12):
         write_note(root, f"notes/n{n:02d}.md", f"# N{n}\n\nA kestrel was seen by the river {n}.\n")
-    run_apus("--vault", root, "memory", "index", env=server_env())
+    index_vault(root, server_env())
     return root
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agents.mcp_client import agent, call, refused, server_env
-from support.vaults import run_apus, run_json, write_note
+from support.vaults import index_vault, run_apus, run_json, write_note
 
 LONG = "# Long\n\n" + "\n".join(f"line {n}" for n in range(3, 301)) + "\n"
 # Longer than one page (2,000 lines) a call.
@@ -20,7 +20,7 @@ def vault(tmp_path: Path) -> Path:
     write_note(root, "notes/long.md", LONG)
     write_note(root, "notes/huge.md", HUGE)
     write_note(root, "notes/c#sharp.md", "# C sharp\n\nA note whose name holds a hash.\n")
-    run_apus("--vault", root, "memory", "index", env=server_env())
+    index_vault(root, server_env())
     return root
 
 

@@ -23,7 +23,7 @@ from support.client_transcripts import (
     sessions_env,
 )
 from support.transcripts import append
-from support.vaults import run_apus, write_note
+from support.vaults import index_vault, write_note
 
 from .test_mcp_server import FRESHNESS_S, agent, call, server_env, watch_live
 
@@ -38,7 +38,7 @@ def vault(tmp_path: Path) -> Path:
 
 async def test_the_tools_work_on_both_clients_sessions(vault: Path) -> None:
     env = server_env(**sessions_env(APUS_MEMORY__SEARCH__SYNC__WATCH="false"))
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     async with agent(vault, env) as session:
         found = (await call(session, "sessions_search", query='"raku firing get"'))["results"]
         assert [(r["sessionKey"], r["role"]) for r in found] == [(KILN_KEY, "user")]
@@ -67,7 +67,7 @@ async def test_an_agent_sees_its_own_sessions_by_its_agent_name(vault: Path) -> 
             APUS_MEMORY__SEARCH__SYNC__WATCH="false", APUS_TOOLS__SESSIONS__VISIBILITY="tree"
         )
     )
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     async with agent(vault, env) as client:
         # `session` is an argument of the tools here (who asks), so they are called directly.
         for asker, visible in ((KILN_KEY, {KILN_KEY, KILN_SUBAGENT_KEY}),
@@ -85,7 +85,7 @@ async def test_an_agent_sees_its_own_sessions_by_its_agent_name(vault: Path) -> 
 
 async def test_a_session_the_client_is_still_writing_is_found(vault: Path) -> None:
     env = server_env(**sessions_env())  # watching: the clients' folders too
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     async with agent(vault, env) as session:
         assert (await call(session, "sessions_search", query="saggars"))["results"] == []
         await watch_live(session)

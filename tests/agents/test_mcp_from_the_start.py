@@ -16,7 +16,7 @@ from mcp.client.session import ClientSession
 
 from agents.mcp_client import agent, call, server_env, text_of
 from support.holds import Hold
-from support.vaults import run_apus, write_note
+from support.vaults import index_vault, write_note
 
 NOTES = 3000
 
@@ -105,7 +105,7 @@ async def test_a_restart_over_a_complete_index_says_nothing_about_indexing(
     tmp_path: Path,
 ) -> None:
     vault = _vault(tmp_path / "vault", 300)
-    run_apus("--vault", vault, "memory", "index", env=server_env())
+    index_vault(vault, server_env())
     for point in ("start:0", "scan:0"):  # the lock taken; looking for changes
         hold = Hold(tmp_path / f"hold-{point.replace(':', '-')}")
         async with agent(vault, server_env(**hold.env(point))) as session:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agents.mcp_client import agent, call, refused, server_env
 from support.full_disk import full
-from support.vaults import run_apus, run_json, write_note
+from support.vaults import index_vault, run_apus, run_json, write_note
 
 TODAY = "2026-12-02"
 DAILY = f"memory/{TODAY}.md"
@@ -30,7 +30,7 @@ async def test_a_write_the_disk_cuts_short_is_taken_back(small_disk: Path) -> No
     vault = small_disk / "vault"
     write_note(vault, DAILY, f"# {TODAY}\n\nMorning notes.\n")
     write_note(vault, "notes/a.md", "# A\n\nSomething else.\n")
-    run_apus("--vault", vault, "memory", "index", env=server_env())
+    index_vault(vault, server_env())
     note = (vault / DAILY).read_bytes()
     assert len(note) % 4096 and len(LONG_ENTRY) > 4096  # the disk takes some of it, not all
     async with agent(vault, writable_env()) as session:
@@ -50,7 +50,7 @@ async def test_a_write_the_disk_cuts_short_is_taken_back(small_disk: Path) -> No
 async def test_a_missing_note_is_made_whole_or_not_at_all(small_disk: Path) -> None:
     vault = small_disk / "vault"
     write_note(vault, "MEMORY.md", "# Memory\n\nThe blog is deployed with make deploy.\n")
-    run_apus("--vault", vault, "memory", "index", env=server_env())
+    index_vault(vault, server_env())
     async with agent(vault, writable_env()) as session:
         with full(small_disk):
             for target in ("daily", "USER.md"):
@@ -72,10 +72,10 @@ async def test_a_missing_note_is_made_whole_or_not_at_all(small_disk: Path) -> N
 def _stale_keyword_index(vault: Path, index: Path, env: dict[str, str]) -> None:
     """An index whose keyword part is a generation behind its store, as a writer leaves it
     that died between the two (a newer note is in the store, not yet in the keyword index)."""
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     shutil.copytree(index / "keyword", index.parent / "keyword-before")
     write_note(vault, "notes/new.md", "# New\n\nThe zeppelin hangar opened.\n")
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     shutil.rmtree(index / "keyword")
     shutil.move(index.parent / "keyword-before", index / "keyword")
 
@@ -117,7 +117,7 @@ async def test_reading_a_full_disk_answers_from_what_is_indexed(
             window = await call(session, "memory_get", path="notes/new.md")
             assert "zeppelin" in window["text"]
     # With room again, the next sync brings it up to date.
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     hits = run_json("--vault", vault, "memory", "search", "zeppelin", "--json", env=env)
     assert [hit["path"] for hit in hits["results"]] == ["notes/new.md"]
 
@@ -129,7 +129,7 @@ async def test_an_entry_written_while_the_index_disk_is_full_says_it_is_not_sear
     vault = tmp_path / "vault"
     write_note(vault, "MEMORY.md", "# Memory\n\nThe blog is deployed with make deploy.\n")
     env = writable_env(APUS_MEMORY__SEARCH__STORE__PATH=str(small_disk / "index"))
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     async with agent(vault, env) as session:
         with full(small_disk):
             result = await session.call_tool("memory_write", {"text": "Ocelot sighting at dawn."})

@@ -16,7 +16,7 @@ import pytest
 from agents.mcp_client import agent, call, refused, server_env
 from agents.test_mcp_transport import INITIALIZE, INITIALIZED
 from apus.index.note_filter import MAX_FILTER_VALUES
-from support.vaults import run_apus, vault_digest, write_note
+from support.vaults import index_vault, run_apus, vault_digest, write_note
 
 TODAY = "2026-12-02"
 # One sentence (no line break), then the fix, itself ending a sentence.
@@ -32,7 +32,7 @@ def vault(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
     write_note(root, "MEMORY.md", "# Memory\n\nThe gateway firmware is pinned to 4.2.\n")
     write_note(root, "notes/router.md", "---\ntags: [home]\n---\n# Router\n\nIn the closet.\n")
-    run_apus("--vault", root, "memory", "index", env=server_env())
+    index_vault(root, server_env())
     return root
 
 

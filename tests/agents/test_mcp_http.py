@@ -33,7 +33,7 @@ from apus.agents.http_token import token_file
 from apus.agents.service import service_file
 from apus.cli.agents import DEFAULT_PORT
 from support.holds import Hold
-from support.vaults import run_apus, write_note
+from support.vaults import index_vault, run_apus, write_note
 
 TODAY = "2026-12-02"
 DAILY = f"memory/{TODAY}.md"
@@ -63,7 +63,7 @@ def vault(tmp_path: Path) -> Path:
     write_note(root, "MEMORY.md", "# Memory\n\nThe blog is deployed with make deploy.\n")
     write_note(root, "notes/router.md", "# Router\n\nIn the hallway closet, by the modem.\n")
     write_note(root, "notes/deploy.md", "# Deploy\n\nmake deploy pushes the blog.\n")
-    run_apus("--vault", root, "memory", "index", env=server_env())
+    index_vault(root, server_env())
     return root
 
 
@@ -284,7 +284,7 @@ async def test_sigterm_answers_the_calls_in_flight_then_stops(vault: Path, tmp_p
             answered = await asyncio.wait_for(call, timeout=120)
             assert not answered.is_error and answered.structured_content is not None
             assert answered.structured_content["indexed"] is True
-            assert server.stop() == 0
+            assert server.exit_status() == 0  # SIGTERM was sent: not a second one
     assert _text_of(vault / DAILY).count(text) == 1
 
 

@@ -15,7 +15,7 @@ from mcp.client.session import ClientSession
 
 from agents.test_mcp_server import FRESHNESS_S, agent, call, server_env
 from apus.config import load_settings
-from support.vaults import run_apus, write_note
+from support.vaults import index_vault, write_note
 
 HUGE = (
     "---\nimportance: 1" + "0" * 400 + "\ntags: [0x" + "f" * 4000 + "]\n---\n# Odd\n\nOdd note.\n"
@@ -49,7 +49,7 @@ async def _found(session: ClientSession, query: str) -> list[str]:
 def vault(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
     write_note(root, "notes/router.md", "# Router\n\nThe router lives in the hallway closet.\n")
-    run_apus("--vault", root, "memory", "index", env=server_env())
+    index_vault(root, server_env())
     return root
 
 

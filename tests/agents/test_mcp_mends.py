@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agents.mcp_client import agent, call, refused, server_env
-from support.vaults import run_apus, write_note
+from support.vaults import index_vault, run_apus, write_note
 
 TODAY = "2026-12-02"
 
@@ -25,7 +25,7 @@ def vault(tmp_path: Path) -> Path:
     write_note(root, "notes/kestrel.md", "# Kestrel\n\n" + "A kestrel hovers over the field. " * 40)
     for n in range(12):
         write_note(root, f"notes/n{n:02d}.md", f"# N{n}\n\nA kestrel was seen by the river {n}.\n")
-    run_apus("--vault", root, "memory", "index", env=server_env())
+    index_vault(root, server_env())
     return root
 
 

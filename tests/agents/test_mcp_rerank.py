@@ -9,7 +9,7 @@ from typing import Any
 
 from agents.mcp_client import agent, call, server_env
 from support.tiny_cross_encoder import build
-from support.vaults import run_apus, write_note
+from support.vaults import index_vault, write_note
 
 NOTES = {
     "gravel.md": "# Gravel\n\nharbour beacon harbour beacon notes about the gravel shed\n",
@@ -19,7 +19,7 @@ NOTES = {
 
 
 async def _answer(vault: Path, env: dict[str, str]) -> dict[str, Any]:
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     async with agent(vault, env) as session:
         return await call(session, "memory_search", query="harbour beacon")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from support.vaults import run_apus, write_note
+from support.vaults import index_vault, write_note
 
 from .test_mcp_server import agent, call
 
@@ -21,7 +21,7 @@ def test_old_notes_keep_readable_scores_and_their_relevance(tmp_path: Path) -> N
         if month == 3:
             text = "# Decision\n\nWe decided the office VPN moves to WireGuard in spring.\n"
         write_note(vault, f"memory/{year}-{number:02}-15.md", text)
-    run_apus("--vault", vault, "memory", "index", env=None)
+    index_vault(vault)
 
     async def scenario() -> dict[str, object]:
         async with agent(vault) as session:

@@ -15,7 +15,7 @@ from agents.mcp_client import call, refused
 from agents.mcp_client import server_env as client_env
 from support.holds import Hold
 from support.ports import refusing_port
-from support.vaults import run_apus, write_note
+from support.vaults import index_vault, run_apus, write_note
 
 NOTES = {
     "MEMORY.md": "---\ntriggers:\n  - deploy the blog\n---\n# Memory\n\n## Blog\n\n"
@@ -64,7 +64,7 @@ def vault(tmp_path: Path) -> Path:
     for rel, text in NOTES.items():
         write_note(root, rel, text)
     env = server_env()
-    run_apus("--vault", root, "memory", "index", env=env)
+    index_vault(root, env)
     return root
 
 

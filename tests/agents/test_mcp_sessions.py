@@ -19,7 +19,7 @@ from support.transcripts import (
     transcript_path,
     write_transcript,
 )
-from support.vaults import run_apus, write_note
+from support.vaults import index_vault, write_note
 
 from .test_mcp_server import FRESHNESS_S, agent, call, refused, server_env, watch_live
 
@@ -58,7 +58,7 @@ def env_for(agents: Path, visibility: str = "all") -> dict[str, str]:
 
 async def test_schemas_and_instructions(world: tuple[Path, Path]) -> None:
     vault, agents = world
-    run_apus("--vault", vault, "memory", "index", env=env_for(agents))
+    index_vault(vault, env_for(agents))
     async with agent(vault, env_for(agents)) as session:
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
         assert {"sessions_search", "sessions_history"} <= set(tools)
@@ -83,7 +83,7 @@ async def test_schemas_and_instructions(world: tuple[Path, Path]) -> None:
 
 async def test_search_history_and_corpus(world: tuple[Path, Path]) -> None:
     vault, agents = world
-    run_apus("--vault", vault, "memory", "index", env=env_for(agents))
+    index_vault(vault, env_for(agents))
     async with agent(vault, env_for(agents)) as session:
         found = await call(session, "sessions_search", query="router")
         results = found["results"]
@@ -111,7 +111,7 @@ async def test_search_history_and_corpus(world: tuple[Path, Path]) -> None:
 async def test_visibility_arguments(world: tuple[Path, Path]) -> None:
     vault, agents = world
     env = env_for(agents, visibility="agent")
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     async with agent(vault, env) as session:
         mine = await call(session, "sessions_search", query="router", agent="main")
         assert [r["sessionKey"] for r in mine["results"]] == ["main/a1"]
@@ -133,7 +133,7 @@ async def test_visibility_arguments(world: tuple[Path, Path]) -> None:
 async def test_transcript_tools_say_how_to_turn_them_on(world: tuple[Path, Path]) -> None:
     vault, _agents = world
     env = server_env(APUS_MEMORY__SEARCH__SYNC__WATCH="false")
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     async with agent(vault, env) as session:
         text = await refused(session, "sessions_search", query="router")
         assert "not indexed" in text and "sessionMemory" in text
@@ -150,7 +150,7 @@ async def test_a_conversation_growing_while_the_server_runs_is_found(
 ) -> None:
     vault, agents = world
     env = server_env(**enabled_env(agents))  # watching, 200 ms debounce
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     async with agent(vault, env) as session:
         assert (await call(session, "sessions_search", query="teapot"))["results"] == []
         await watch_live(session)

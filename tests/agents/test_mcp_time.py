@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.mcp_client import agent, call, refused, server_env, text_of
-from support.vaults import run_apus, run_json, write_note
+from support.vaults import index_vault, run_apus, run_json, write_note
 
 TODAY = "2026-12-02"  # a Wednesday; last week is 2026-11-23 .. 2026-11-29
 NOTES = {
@@ -27,7 +27,7 @@ def vault(tmp_path: Path) -> Path:
     for rel, text in NOTES.items():
         write_note(root, rel, text)
     os.utime(root / "notes/vpn.md", (1_600_000_000, 1_600_000_000))  # undated, from 2020
-    run_apus("--vault", root, "memory", "index", env=server_env())
+    index_vault(root, server_env())
     return root
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from agents.test_mcp_server import server_env
 from apus.agents.jsonrpc_guard import MAX_DEPTH, Reply, nesting_depth, screen
-from support.vaults import run_apus, write_note
+from support.vaults import index_vault, write_note
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -50,7 +50,7 @@ def _talk(vault: Path, lines: list[bytes]) -> list[dict[str, Any]]:
 def vault(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
     write_note(root, "notes/router.md", "# Router\n\nThe router lives in the hallway closet.\n")
-    run_apus("--vault", root, "memory", "index", env=server_env())
+    index_vault(root, server_env())
     return root
 
 

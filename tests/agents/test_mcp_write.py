@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agents.mcp_client import agent, call, refused, server_env
-from support.vaults import run_apus, run_json, vault_digest, write_note
+from support.vaults import index_vault, run_apus, run_json, vault_digest, write_note
 
 TODAY = "2026-12-02"
 DAILY = f"memory/{TODAY}.md"
@@ -31,7 +31,7 @@ def vault(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
     write_note(root, "MEMORY.md", "# Memory\n\nThe blog is deployed with make deploy.\n")
     write_note(root, "notes/router.md", "# Router\n\nIn the hallway closet.\n")
-    run_apus("--vault", root, "memory", "index", env=server_env())
+    index_vault(root, server_env())
     return root
 
 

@@ -22,7 +22,7 @@ import pytest
 
 from agents.mcp_client import agent, call, server_env
 from agents.test_mcp_transport import INITIALIZE, INITIALIZED
-from support.vaults import run_apus, vault_digest, write_note
+from support.vaults import index_vault, vault_digest, write_note
 
 TODAY = "2026-12-02"
 DAILY = f"memory/{TODAY}.md"
@@ -46,7 +46,7 @@ def vault(tmp_path: Path) -> Path:
     root = tmp_path / "vault"
     write_note(root, "MEMORY.md", "# Memory\n\nThe blog is deployed with make deploy.\n")
     write_note(root, DAILY, f"# {TODAY}\n\nStarted the day by hand.\n")
-    run_apus("--vault", root, "memory", "index", env=server_env())
+    index_vault(root, server_env())
     return root
 
 

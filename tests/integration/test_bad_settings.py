@@ -19,7 +19,15 @@ from apus.config import load_settings
 from apus.errors import VaultError
 from support.tmpfs import mounted_tmpfs
 from support.unprivileged import nobody_home, run_as_nobody, shared_folder, unprivileged_apus
-from support.vaults import cli_env, make_settings, run_apus, run_json, vault_digest, write_note
+from support.vaults import (
+    cli_env,
+    index_vault,
+    make_settings,
+    run_apus,
+    run_json,
+    vault_digest,
+    write_note,
+)
 
 COMMANDS = [
     ("memory", "status"),
@@ -120,7 +128,7 @@ def test_a_vault_that_is_not_a_folder_is_one_clear_error(
 def test_a_vault_gone_after_indexing_is_still_searched_but_not_indexed(
     tmp_path: Path, vault: Path
 ) -> None:
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     vault.rename(tmp_path / "unplugged")
 
     found = run_json("--vault", vault, "memory", "search", "--json", "heron")
@@ -186,7 +194,7 @@ def test_a_vault_without_search_permission_is_one_clear_error() -> None:
 
 
 def test_an_index_folder_replaced_by_a_file_is_one_clear_error(vault: Path) -> None:
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     index_dir = make_settings(vault).index_dir()
     for path in sorted(index_dir.rglob("*"), reverse=True):
         path.rmdir() if path.is_dir() else path.unlink()

@@ -17,7 +17,7 @@ import pytest
 
 from apus.index.set_aside import recorded_set_aside, set_aside_if_damaged
 from apus.index.store import Store
-from support.vaults import make_settings, run_apus, run_json, vault_digest, write_note
+from support.vaults import index_vault, make_settings, run_apus, run_json, vault_digest, write_note
 
 BIRDS = ("heron", "egret", "ibis", "stork", "crane", "bittern", "plover", "curlew", "dunlin")
 
@@ -78,7 +78,7 @@ def test_a_damaged_store_is_reported_then_rebuilt(
     tmp_path: Path, damage: Callable[[Path], None], force: tuple[str, ...]
 ) -> None:
     vault = _vault(tmp_path / "vault")
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     damage(_checkpointed(vault))
     before = vault_digest(vault)
 
@@ -109,7 +109,7 @@ def test_a_damaged_store_is_reported_then_rebuilt(
 
 def test_a_garbled_middle_page_is_found_by_force_and_repaired(tmp_path: Path) -> None:
     vault = _vault(tmp_path / "vault")
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     _garble_middle_page(_checkpointed(vault))
 
     # Whether a command meets the page depends on what it reads; it never gets a traceback.
@@ -134,7 +134,7 @@ def test_a_garbled_middle_page_is_found_by_force_and_repaired(tmp_path: Path) ->
 
 def test_force_keeps_a_healthy_store(tmp_path: Path) -> None:
     vault = _vault(tmp_path / "vault", notes=5)
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     index_dir = _index_dir(vault)
     assert set_aside_if_damaged(index_dir, thorough=True) is None
     run_apus("--vault", vault, "memory", "index", "--force")

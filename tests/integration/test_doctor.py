@@ -16,7 +16,7 @@ import pytest
 from apus.index.store import Store
 from support.llama_build import backend_libraries, build_offloads, cpu_features, cpu_has
 from support.tiny_gguf import LAYERS
-from support.vaults import make_settings, run_apus, write_note
+from support.vaults import index_vault, make_settings, run_apus, write_note
 
 BIRDS = ("heron", "egret", "ibis", "stork", "crane", "bittern", "plover", "curlew", "dunlin")
 
@@ -127,7 +127,7 @@ def test_doctor_with_a_corrupt_gguf_fails_with_a_fix(
 
 def test_doctor_finds_a_damaged_index_and_leaves_it_as_it_is(vault: Path) -> None:
     env = {**os.environ, "APUS_MEMORY__SEARCH__PROVIDER": "none"}
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     db = make_settings(vault).index_dir() / Store.FILENAME
     connection = sqlite3.connect(db)
     connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -15,7 +15,15 @@ from apus.memory import Memory
 from apus.memory.note_reader import NoteRefusedError
 from apus.search.options import SearchOptions
 from support.tiny_gguf import write_tiny_gguf
-from support.vaults import local_model_settings, make_settings, run_apus, run_json, sync, write_note
+from support.vaults import (
+    index_vault,
+    local_model_settings,
+    make_settings,
+    run_apus,
+    run_json,
+    sync,
+    write_note,
+)
 
 DATED = {
     "daily/2026-03-02.md": "# Monday\n\nHeron by the canal, grey and patient.\n",
@@ -41,7 +49,7 @@ def dated_vault(tmp_path: Path) -> Path:
     old = 1_700_000_000  # 2023-11-14: undated notes fall back to the day they were modified
     for rel in ("trips/hills.md", "work/standup.md"):
         os.utime(vault / rel, (old, old))
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     return vault
 
 
@@ -113,7 +121,7 @@ def readable_vault(tmp_path: Path) -> Path:
     write_note(vault, "notes/short.md", "# Short\n\nTwo lines.\n")
     (tmp_path / "secret.md").write_text("# Secret\n\nnot for agents\n", encoding="utf-8")
     write_note(vault, "todo.txt", "not a note\n")
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     return vault
 
 
@@ -226,7 +234,7 @@ def test_related_through_the_cli_refuses_an_unknown_note(tmp_path: Path) -> None
     vault = tmp_path / "vault"
     for rel, text in RELATED.items():
         write_note(vault, rel, text)
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     result = run_json("--vault", vault, "memory", "related", "garden.md", "--json")
     assert "garden.md" not in paths_of(result)
     assert result["results"][0]["path"] == "balcony.md"

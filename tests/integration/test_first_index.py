@@ -15,7 +15,7 @@ from apus.index.keyword import KeywordIndex
 from apus.index.store import Store
 from apus.indexing.reading_progress import FILE_NAME
 from support.holds import Hold
-from support.vaults import APUS, cli_env, make_settings, run_apus, run_json, write_note
+from support.vaults import APUS, cli_env, index_vault, make_settings, run_apus, run_json, write_note
 
 NOTES = 1500  # three batches of 500
 
@@ -122,7 +122,7 @@ def test_time_words_in_a_cli_query_become_dates(tmp_path: Path) -> None:
     vault = tmp_path / "vault"
     write_note(vault, "memory/2026-11-24.md", "# Tuesday\n\nWe chose the blue tent.\n")
     write_note(vault, "memory/2026-10-02.md", "# October\n\nWe chose the green tent.\n")
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     env = cli_env(APUS_TODAY="2026-12-02")
     args = ("--vault", vault, "memory", "search", "--json", "--mode", "keyword")
     dated = run_json(*args, "which tent did we choose last week", env=env)

@@ -33,6 +33,7 @@ from support.vaults import (
     APUS,
     cli_env,
     generation,
+    index_vault,
     local_model_settings,
     make_settings,
     run_apus,
@@ -100,7 +101,7 @@ def _search_once(number: int, settings: Settings, searcher: Searcher) -> str | N
 def test_search_never_goes_blank_during_a_forced_rebuild(tmp_path: Path) -> None:
     vault = _numbered_vault(tmp_path / "vault", COUNT)
     settings = make_settings(vault)
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     _rewrite_unnoticed(vault / "n00/note-0007.md", "kestrel", "ospreys")
     searcher = Searcher(settings)
     hold = Hold(tmp_path / "hold")
@@ -153,7 +154,7 @@ def _count(db: Path, table: str) -> int:
 def test_a_forced_rebuild_killed_half_way_leaves_the_old_index_serving(tmp_path: Path) -> None:
     vault = _numbered_vault(tmp_path / "vault", COUNT)
     settings = make_settings(vault)
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     index_dir = settings.index_dir()
     _rewrite_unnoticed(vault / "n00/note-0007.md", "kestrel", "ospreys")
     before = (generation(settings), KeywordIndex(index_dir).state())

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from apus.clients.hook import MAX_CONTEXT_CHARS, MAX_ENTRIES
-from support.vaults import APUS, cli_env, run_apus, run_json, write_note
+from support.vaults import APUS, cli_env, index_vault, run_apus, run_json, write_note
 
 MEMORY = """# Memory
 
@@ -72,7 +72,7 @@ def vault(tmp_path: Path) -> Path:
     write_note(root, "MEMORY.md", MEMORY)
     write_note(root, "USER.md", USER)
     write_note(root, "projects/blog.md", "# Blog\n\nWe deploy the blog on Fridays.\n")
-    run_apus("--vault", root, "memory", "index")
+    index_vault(root)
     return root
 
 
@@ -112,7 +112,7 @@ def test_the_context_is_small_whatever_memory_holds(tmp_path: Path) -> None:
         for n in range(12)
     ]
     write_note(root, "MEMORY.md", "# Memory\n\n" + "\n\n".join(entries))
-    run_apus("--vault", root, "memory", "index")
+    index_vault(root)
     done = hook(root, event("UserPromptSubmit", prompt="run the release checklist"))
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert 1 <= context.count("\n- MEMORY.md#L") <= MAX_ENTRIES

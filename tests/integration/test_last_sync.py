@@ -13,7 +13,7 @@ from apus.backoff import Backoff
 from apus.memory import Memory
 from apus.memory.session import MemoryEvent
 from apus.memory.sync_queue import SyncFinished
-from support.vaults import make_settings, run_apus, run_json, search_paths, write_note
+from support.vaults import index_vault, make_settings, run_apus, run_json, search_paths, write_note
 
 REFUSE = (
     "CREATE TRIGGER refuse BEFORE UPDATE ON meta BEGIN "
@@ -26,7 +26,7 @@ def test_a_vault_that_vanished_fails_status_and_doctor_until_a_sync_succeeds(
 ) -> None:
     vault = tmp_path / "vault"
     write_note(vault, "a.md", "# A\n\nThe apricot.\n")
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     assert run_json("--vault", vault, "memory", "status", "--json")["lastSync"]["ok"] is True
     vault.rename(tmp_path / "away")
     failed = run_apus("--vault", vault, "memory", "index", expect=1)

@@ -16,7 +16,15 @@ from apus.config import Settings
 from apus.search.rerank import catalog
 from support.fake_hub import TEST_REVISION, FakeHub
 from support.tiny_cross_encoder import build
-from support.vaults import cli_env, make_settings, run_apus, search_response, sync, write_note
+from support.vaults import (
+    cli_env,
+    index_vault,
+    make_settings,
+    run_apus,
+    search_response,
+    sync,
+    write_note,
+)
 
 QUERY = "harbour beacon"
 # Keyword search ranks `gravel.md` first (both words, twice); the tiny model shuns its
@@ -205,7 +213,7 @@ def test_the_command_line_explains_the_rerank_score_and_says_when_it_did_not_run
     vault: Path, tiny_reranker: Path
 ) -> None:
     env = cli_env(APUS_MEMORY__SEARCH__RERANK__LOCAL__MODELPATH=str(tiny_reranker))
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     search = ("--vault", vault, "memory", "search", QUERY, "--mode", "keyword")
     shown = run_apus(*search, "--rerank", "--explain", env=env)
     assert "keeper.md" in _ranked_lines(shown.stdout)[0]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from support.transcripts import conversation, enabled_env, write_transcript
-from support.vaults import cli_env, run_apus, run_json, write_note
+from support.vaults import cli_env, index_vault, run_apus, run_json, write_note
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def env_on(agents: Path, **extra: str) -> dict[str, str]:
 def test_search_history_and_corpus(world: tuple[Path, Path]) -> None:
     vault, agents = world
     env = env_on(agents)
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
 
     found = run_json("--vault", vault, "sessions", "search", "deploy", "blog", "--json", env=env)
     results = found["results"]
@@ -83,7 +83,7 @@ def test_search_history_and_corpus(world: tuple[Path, Path]) -> None:
 def test_visibility_from_the_command_line(world: tuple[Path, Path]) -> None:
     vault, agents = world
     env = env_on(agents, APUS_TOOLS__SESSIONS__VISIBILITY="tree")
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     asked = run_apus("--vault", vault, "sessions", "search", "deploy", env=env, expect=1)
     assert "tools.sessions.visibility is 'tree'" in asked.stderr
     assert "Fix: pass the asking session" in asked.stderr
@@ -113,7 +113,7 @@ def test_visibility_from_the_command_line(world: tuple[Path, Path]) -> None:
 def test_off_by_default_with_a_fix(world: tuple[Path, Path]) -> None:
     vault, agents = world
     env = cli_env(APUS_MEMORY__SEARCH__SESSIONS__PATHS=json.dumps([str(agents)]))
-    run_apus("--vault", vault, "memory", "index", env=env)
+    index_vault(vault, env)
     refused = run_apus("--vault", vault, "sessions", "search", "deploy", env=env, expect=1)
     assert "Session transcripts are not indexed." in refused.stderr
     assert "sessionMemory = true" in refused.stderr

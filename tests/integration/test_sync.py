@@ -30,6 +30,7 @@ from support.vaults import (
     chunk_ids_of,
     cli_env,
     generation,
+    index_vault,
     make_settings,
     run_apus,
     run_json,
@@ -502,7 +503,7 @@ def test_damaged_keyword_index_is_rebuilt_from_sqlite(tmp_path: Path, kind: str)
 
 def test_damaged_keyword_index_through_the_cli(tmp_path: Path) -> None:
     vault = _small_vault(tmp_path / "vault")
-    run_apus("--vault", vault, "memory", "index")
+    index_vault(vault)
     settings = make_settings(vault)
     keyword_dir = settings.index_dir() / KeywordIndex.DIRNAME
     _damage("garbage-all", keyword_dir, keyword_dir)

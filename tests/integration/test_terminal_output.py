@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from support.vaults import cli_env, run_apus
+from support.vaults import cli_env, index_vault, run_apus
 
 CONTROLS = ("\x1b", "\x07", "\x9b", "\r")
 
@@ -35,7 +35,7 @@ def test_search_and_status_show_control_characters_without_obeying_them(
     env = cli_env(**({"FORCE_COLOR": "1"} if colours else {}))
     if not colours:
         env.pop("FORCE_COLOR", None)
-    run_apus("--vault", hostile_vault, "memory", "index", "--json", env=env)
+    index_vault(hostile_vault, env)
 
     found = run_apus("--vault", hostile_vault, "memory", "search", "heron", env=env).stdout
     status = run_apus("--vault", hostile_vault, "memory", "status", env=env).stdout

@@ -95,6 +95,39 @@ def sync(settings: Settings, request: SyncRequest | None = None, **kwargs: Any) 
         return memory.sync(request, **kwargs)
 
 
+# What a sync reads from os.environ, not from the settings (the config file, the data and
+# index folders, the test holds): an index run in this process sees this process's values.
+# (APUS_TODAY is read by searches only.)
+_PROCESS_WIDE = ("APUS_CONFIG", "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
+                 "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "APUS_TEST_HOLD", "APUS_TEST_HOLD_AT",
+                 "APUS_PROBE_TIMEOUT_S")  # fmt: skip
+
+
+def index_vault(vault: Path, env: Mapping[str, str] | None = None) -> SyncReport:
+    """`apus --vault VAULT memory index` with `env` (the test's environment, embeddings off,
+    when None), run in this process through the session as the command runs it, and held
+    to the command's exit status 0: not stopped, embeddings complete where asked for.
+
+    For a test whose subject is what comes after the index (a search, the agent server, a
+    hook): a separate `apus memory index` costs a second of CPU, mostly loading the
+    language model again (`apus.vault.language`), which this process loads once. Tests of
+    the command itself run it (`run_apus`)."""
+    environ = dict(env) if env is not None else cli_env()
+    for name in _PROCESS_WIDE:
+        assert environ.get(name) == os.environ.get(name), (
+            f"{name} differs from this process's: run `apus memory index` with run_apus"
+        )
+    assert environ.get("APUS_MEMORY__SEARCH__PROVIDER") == "none", (
+        "a managed embedding server started here stops when the index is done; run "
+        "`apus memory index` with run_apus so that the next command finds it running"
+    )
+    settings = load_settings(environ=environ, overrides={"vault": os.path.abspath(vault)})
+    with Memory(settings=settings) as memory:
+        report = memory.sync(SyncRequest())
+    assert not report.cancelled and report.embedding.ok, report.as_json()
+    return report
+
+
 def search_response(settings: Settings, query: str, **options: Any) -> SearchResponse:
     """One search as `apus memory search` runs it (through the session)."""
     with Memory(settings=settings) as memory:

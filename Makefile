@@ -24,7 +24,7 @@ run: $(STAMP)
 # folders, ports and servers are its own; tests/conftest.py says why two), then the `serial`
 # ones alone (exit status 5: none is marked now). A loadgroup keeps the tests that share one
 # costly fixture (the packaged binaries) on one worker.
-# The suite starts about a thousand Python processes (the CLI, `apus mcp`, embedding servers,
+# The suite starts about nine hundred Python processes (the CLI, `apus mcp`, embedding servers,
 # pytest's workers): each compiles Apus's modules again where PYTHONDONTWRITEBYTECODE is set, so
 # the suite lets Python write its bytecode caches (git ignores __pycache__) and writes Apus's and
 # the tests' first, before the workers start at once.

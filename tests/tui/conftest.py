@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .factory import index_vault, write_vault
+from .factory import index_for_app, write_vault
 
 
 @pytest.fixture(autouse=True)
@@ -33,5 +33,5 @@ def vault(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def indexed_vault(vault: Path, config_file: Path) -> Path:
-    index_vault(vault, config_file)
+    index_for_app(vault, config_file)
     return vault

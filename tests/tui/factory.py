@@ -48,8 +48,10 @@ def write_vault(root: Path, notes: dict[str, str] = NOTES) -> Path:
     return root
 
 
-def index_vault(vault: Path, config_file: Path) -> SyncReport:
-    """Index the vault with the settings the app will use (env included)."""
+def index_for_app(vault: Path, config_file: Path) -> SyncReport:
+    """Index the vault in this process with the settings the app will use (its config file,
+    this process's environment, any provider): the app runs in this process too.
+    `support.vaults.index_vault` is the same for a command's settings, embeddings off."""
     with Memory(SettingsSource(config_file=config_file, vault=vault)) as memory:
         return memory.sync()
 

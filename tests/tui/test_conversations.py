@@ -16,7 +16,7 @@ from apus.tui.widgets.preview import NotePreview
 from apus.tui.widgets.results import ResultList
 from support.transcripts import conversation, enabled_env, write_transcript
 
-from .factory import SIZE, Recorder, index_vault, make_app, settle
+from .factory import SIZE, Recorder, index_for_app, make_app, settle
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def hit_paths(app: object) -> list[str]:
 async def test_the_toggle_a_preview_and_the_reader(vault: Path, config_file: Path) -> None:
     config_file.parent.mkdir(parents=True, exist_ok=True)
     config_file.write_text('[tui.keys]\ntoggle_conversations = "f6"\n', encoding="utf-8")
-    index_vault(vault, config_file)
+    index_for_app(vault, config_file)
     app = make_app(vault, config_file)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -82,7 +82,7 @@ async def test_the_toggle_a_preview_and_the_reader(vault: Path, config_file: Pat
 async def test_the_toggle_says_how_to_turn_transcripts_on(
     vault: Path, config_file: Path, agents: Path
 ) -> None:
-    index_vault(vault, config_file)
+    index_for_app(vault, config_file)
     app = make_app(vault, config_file)
     recorder = Recorder(Notify)
     async with app.run_test(size=SIZE, message_hook=recorder) as pilot:
@@ -98,7 +98,7 @@ async def test_an_agent_only_visibility_keeps_them_out_of_the_app(
 ) -> None:
     for key, value in enabled_env(agents, APUS_TOOLS__SESSIONS__VISIBILITY="agent").items():
         monkeypatch.setenv(key, value)
-    index_vault(vault, config_file)
+    index_for_app(vault, config_file)
     app = make_app(vault, config_file)
     recorder = Recorder(Notify)
     async with app.run_test(size=SIZE, message_hook=recorder) as pilot:

@@ -16,7 +16,7 @@ from apus.tui.screens.status import StatusScreen
 from apus.tui.widgets.status_bar import StatusBar
 from support.tiny_gguf import write_tiny_gguf
 
-from .factory import SIZE, Recorder, index_vault, make_app, settle
+from .factory import SIZE, Recorder, index_for_app, make_app, settle
 
 # A restart after a crash may back off for a moment; give the app a few searches to recover.
 RECOVERY_ATTEMPTS = 40
@@ -36,7 +36,7 @@ def semantic_vault(
 ) -> Path:
     monkeypatch.setenv("APUS_MEMORY__SEARCH__PROVIDER", "local")
     monkeypatch.setenv("APUS_MEMORY__SEARCH__LOCAL__MODEL_PATH", str(tiny_model))
-    report = index_vault(vault, config_file)
+    report = index_for_app(vault, config_file)
     assert report.embedded == report.chunks > 0
     return vault
 

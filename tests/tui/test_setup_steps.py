@@ -20,7 +20,7 @@ from apus.tui.widgets.setup.step import SetupStep
 from support.fake_hub import hub_manifest
 from support.tiny_gguf import write_tiny_gguf
 
-from .factory import SIZE, fixed_hardware, index_vault, settle
+from .factory import SIZE, fixed_hardware, index_for_app, settle
 
 START = SetupChoices(Path(), "none")
 
@@ -144,7 +144,7 @@ async def test_the_index_step_is_ready_once_keyword_search_works_and_adds_nothin
         assert not step.ready
         step.show_work(BackgroundWork("Embedding", "embed", 0, 5))
         assert step.ready  # keyword search works while meaning search is prepared
-        report: SyncReport = index_vault(vault, config_file)
+        report: SyncReport = index_for_app(vault, config_file)
         step.show_report(report)
         await settle(pilot)
         assert app.changes and app.changes[-1].focus_next

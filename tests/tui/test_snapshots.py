@@ -14,7 +14,7 @@ from apus.clients.catalog import Places
 from apus.embed.local.catalog import ModelManifest
 from apus.tui.screens.wizard import WizardOptions
 
-from .factory import SIZE, SnapshotApp, fixed_hardware, index_vault, make_app, settle
+from .factory import SIZE, SnapshotApp, fixed_hardware, index_for_app, make_app, settle
 
 Compare = Callable[..., bool]
 
@@ -40,7 +40,7 @@ TEST_MODEL = ModelManifest(
 def snap_vault(vault: Path, config_file: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The small vault, indexed into ~/index so every path on screen starts with ~."""
     monkeypatch.setenv("APUS_MEMORY__SEARCH__STORE__PATH", "~/index")
-    index_vault(vault, config_file)
+    index_for_app(vault, config_file)
     return vault
 
 

@@ -121,9 +121,7 @@ def index_vault(vault: Path, env: Mapping[str, str] | None = None) -> SyncReport
         "a managed embedding server started here stops when the index is done; run "
         "`apus memory index` with run_apus so that the next command finds it running"
     )
-    settings = load_settings(environ=environ, overrides={"vault": os.path.abspath(vault)})
-    with Memory(settings=settings) as memory:
-        report = memory.sync(SyncRequest())
+    report = sync(load_settings(environ=environ, overrides={"vault": os.path.abspath(vault)}))
     assert not report.cancelled and report.embedding.ok, report.as_json()
     return report
 

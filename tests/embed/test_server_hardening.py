@@ -3,15 +3,23 @@ and its watchdog, which must not stop a server that is still loading or answerin
 
 from __future__ import annotations
 
+import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
 from apus import paths
 from apus.embed.local.server_manager import ManagedServer, ServerSpec
-from apus.embed.local.server_process import EMBEDDINGS_PATH, Watchdog
+from apus.embed.local.server_process import (
+    API_KEY_ENV,
+    EMBEDDINGS_PATH,
+    OPENMP_SPIN,
+    Watchdog,
+    server_environment,
+)
 
 SpecFactory = Callable[..., ServerSpec]
 EVIL = "http://evil.example"
@@ -93,3 +101,36 @@ def test_idle_time_counts_only_once_ready_and_between_requests(tmp_path: Path) -
     assert watchdog.reason_to_stop() is None
     clock.now += 2
     assert watchdog.reason_to_stop() == "idle for 10s"
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def test_the_server_starts_with_openmp_spinning_bounded(
+    tiny_model: Path,
+    managed: list[ManagedServer],
+    fast_spec: SpecFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """llama.cpp's OpenMP threads would spin 300,000 times at each barrier: on busy cores
+    that burns the time the other thread needs (the reason is in server_process.py)."""
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    server = ManagedServer(fast_spec(tiny_model))
+    managed.append(server)
+    env = environ_of(server.ensure_running().pid)
+    assert env["GOMP_SPINCOUNT"] == OPENMP_SPIN["GOMP_SPINCOUNT"]
+    assert API_KEY_ENV not in os.environ  # the key went to the server alone
+
+
+@pytest.mark.parametrize("own", [{"OMP_WAIT_POLICY": "active"}, {"GOMP_SPINCOUNT": "INFINITY"}])
+def test_a_users_own_openmp_setting_wins(own: dict[str, str]) -> None:
+    env = server_environment({"PATH": "/bin", **own}, "key")
+    assert env == {"PATH": "/bin", **own, API_KEY_ENV: "key"}
+    assert server_environment({"PATH": "/bin"}, "key") == {
+        "PATH": "/bin",
+        API_KEY_ENV: "key",
+        **OPENMP_SPIN,
+    }

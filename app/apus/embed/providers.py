@@ -143,7 +143,7 @@ def create_local_embedder(settings: SearchSettings) -> LocalEmbedder:
     if importlib.util.find_spec("llama_cpp") is None:
         raise EmbeddingUnavailable(
             "llama-cpp-python is not installed, so local embeddings cannot run",
-            fix="pip install 'llama-cpp-python[server]'  (or choose a remote provider)",
+            fix="pip install llama-cpp-python  (or choose a remote provider)",
         )
     local = settings.local
     if local.model_path:

@@ -36,12 +36,11 @@ from apus.embed.local import procs
 from apus.embed.local.crashes import CrashLedger, CrashRecord, ServerEnd
 from apus.embed.local.gguf_info import GGUFFormatError, read_gguf_info
 from apus.embed.local.offload import read_offload
-from apus.embed.local.server_process import API_KEY_ENV, client_pids
+from apus.embed.local.server_process import MODELS_PATH, client_pids, server_environment
 from apus.relaunch import own_command
 
 log = logging.getLogger(__name__)
 
-_READY_PATH = "/v1/models"
 _ATTACH_PROBE_TIMEOUT_S = 3.0
 # A server that crashed or failed to start is started again after 1 s, 2 s, 4 s... up to 30 s.
 RESTART_BACKOFF = Backoff(first=1.0, longest=30.0)
@@ -429,7 +428,7 @@ class ManagedServer:
             "--info-file", str(info_file),
             "--state-file", str(self.state_file),
         ]  # fmt: skip
-        env = {**os.environ, API_KEY_ENV: api_key}
+        env = server_environment(os.environ, api_key)
         self._status = "starting"
         started = time.time()
         # llama.cpp may write request text into its log: only the user may read it.
@@ -489,7 +488,7 @@ class ManagedServer:
         self, process: subprocess.Popen[bytes], port: int, api_key: str, log_file: Path
     ) -> None:
         deadline = time.monotonic() + self.spec.startup_timeout_seconds
-        url = f"http://127.0.0.1:{port}{_READY_PATH}"
+        url = f"http://127.0.0.1:{port}{MODELS_PATH}"
         headers = {"Authorization": f"Bearer {api_key}"}
         pause = 0.05
         import httpx  # here, not at the top: a keyword search builds this class, never starts it
@@ -575,12 +574,16 @@ class ManagedServer:
 
     @staticmethod
     def _responds(state: ServerState) -> bool:
-        """Whether the server answers HTTP. Its OpenAPI page is served without the model lock,
+        """Whether the server answers HTTP. Its model list is served without the model lock,
         so a server busy with another process's long batch still answers at once."""
         import httpx
 
         try:
-            response = httpx.get(f"{state.base_url}/openapi.json", timeout=_ATTACH_PROBE_TIMEOUT_S)
+            response = httpx.get(
+                f"{state.base_url}{MODELS_PATH}",
+                headers={"Authorization": f"Bearer {state.api_key}"},
+                timeout=_ATTACH_PROBE_TIMEOUT_S,
+            )
         except httpx.HTTPError:
             return False
         return response.status_code == 200

@@ -1,4 +1,4 @@
-"""Entry point of the managed embedding server process (llama-cpp-python's app under uvicorn).
+"""Entry point of the managed embedding server process (`embedding_app` under uvicorn).
 
 Run as `python -m apus.embed.local.server_process ...`, or as `apus _serve-embeddings ...` from a
 frozen binary. A watchdog thread ends the process when no registered client process is alive
@@ -17,20 +17,44 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from apus.embed.local.procs import pid_alive, read_json, write_private_json
 
 if TYPE_CHECKING:
-    from fastapi import FastAPI  # llama-cpp-python's server is a FastAPI app
+    from starlette.applications import Starlette
+
+    Loaded = tuple[Starlette, str, int]  # the app, its device, the GPU layers asked for
 
 API_KEY_ENV = "_APUS_EMBED_SERVER_KEY"
 EMBEDDINGS_PATH = "/v1/embeddings"
+# Answered without the model lock, so a server busy with another process's long batch still
+# shows at once that it is alive (the readiness and attach probes).
+MODELS_PATH = "/v1/models"
 _EXIT_GRACE_S = 5.0
 
+# llama.cpp's CPU threads meet at a barrier after every operation, and GNU OpenMP's threads
+# spin 300,000 times there before they sleep. On cores that other programs keep busy, that
+# spinning takes the time slices the late thread needs, so every barrier costs a slice:
+# measured with two busy loops beside EmbeddingGemma, a batch of documents took 17% longer and
+# 20% more CPU, and a one-text query 170-540 ms instead of 75. A few thousand spins still
+# catch a barrier's usual wait (a quiet machine's speed is unchanged); a user's own OpenMP
+# settings win.
+OPENMP_SPIN = {"GOMP_SPINCOUNT": "10000"}
+_OPENMP_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
 log = logging.getLogger("apus.embed.serve")
+
+
+def server_environment(environ: Mapping[str, str], api_key: str) -> dict[str, str]:
+    """The server process's environment: the caller's, its key, and OpenMP's spinning bounded
+    unless the user set OpenMP's wait policy themselves."""
+    env = {**environ, API_KEY_ENV: api_key}
+    if not any(name in environ for name in _OPENMP_SETTINGS):
+        env.update(OPENMP_SPIN)
+    return env
 
 
 def client_pids(clients_dir: Path) -> list[int]:
@@ -159,15 +183,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Started before the model loads: a client that dies during a slow load still ends us.
     threading.Thread(target=watchdog.run, name="apus-serve-watchdog", daemon=True).start()
 
-    # llama-cpp-python's create_app() obeys a CONFIG_FILE variable over its arguments; a
-    # user's unrelated CONFIG_FILE must not replace the model and key chosen here.
-    os.environ.pop("CONFIG_FILE", None)
-    loaded = _load_app(args, api_key)
+    loaded = _load_app(args, api_key, watchdog)
     if loaded is None:
         return 3
     app, device, gpu_layers = loaded
-    _refuse_browser_origins(app)
-    _note_use(app, watchdog)
     write_private_json(
         args.info_file,
         {
@@ -182,64 +201,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _serve(app, args, watchdog)
 
 
-def _load_app(args: argparse.Namespace, api_key: str) -> tuple[Any, str, int] | None:
-    """llama-cpp-python's OpenAI-compatible app with the model loaded: (app, device, layers);
-    None when the model cannot be loaded (the log says why)."""
-    from llama_cpp.server.app import create_app
-    from llama_cpp.server.settings import ModelSettings, ServerSettings
+def _load_app(args: argparse.Namespace, api_key: str, watchdog: Watchdog) -> Loaded | None:
+    """The embedding app with the model loaded: (app, device, layers); None when the model
+    cannot be loaded (the log says why)."""
+    import llama_cpp
+
+    from apus.embed.local.embedding_app import create_app
 
     offload = _gpu_offload()
     gpu_layers = (-1 if args.gpu_layers < 0 else args.gpu_layers) if offload else 0
     device = "gpu" if gpu_layers != 0 else "cpu"
     log.info("llama.cpp GPU offload %s; n_gpu_layers=%d", offload, gpu_layers)
-    model_options: dict[str, Any] = {
-        "model": str(args.model),
-        "model_alias": args.model.name,
-        "embedding": True,
-        "n_ctx": args.ctx,
-        # Non-causal embedding models must see a whole input in one micro-batch.
-        "n_batch": args.batch,
-        "n_ubatch": args.batch,
-        "n_gpu_layers": gpu_layers,
-        "logits_all": False,
-        "verbose": True,
-    }
+    threads: dict[str, Any] = {}
     if args.threads > 0:
-        model_options["n_threads"] = args.threads
-        model_options["n_threads_batch"] = args.threads
+        threads = {"n_threads": args.threads, "n_threads_batch": args.threads}
     try:
-        app = create_app(
-            server_settings=ServerSettings(host=args.host, port=args.port, api_key=api_key),
-            model_settings=[ModelSettings(**model_options)],
+        model = llama_cpp.Llama(
+            model_path=str(args.model),
+            embedding=True,
+            n_ctx=args.ctx,
+            # Non-causal embedding models must see a whole input in one micro-batch.
+            n_batch=args.batch,
+            n_ubatch=args.batch,
+            n_gpu_layers=gpu_layers,
+            # Kept in RAM where the system allows, as llama-cpp-python's own server keeps it.
+            use_mlock=bool(llama_cpp.llama_supports_mlock()),
+            verbose=True,  # llama.cpp's load report (offloaded layers) goes to the log
+            **threads,
         )
     except Exception as exc:  # the parent shows this log's error lines to the user
         log.error("cannot load model %s: %s", args.model.name, exc)
         return None
+    app = create_app(model, alias=args.model.name, api_key=api_key, meter=watchdog)
     return app, device, gpu_layers
-
-
-def _note_use(app: FastAPI, watchdog: Watchdog) -> None:
-    """An embedding request in flight is use; idle time restarts when the last one ends."""
-
-    @app.middleware("http")
-    async def note_use(request: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
-        if request.url.path != EMBEDDINGS_PATH:
-            return await call_next(request)
-        watchdog.request_started()  # a long batch is use, not idleness
-        try:
-            return await call_next(request)
-        finally:
-            watchdog.request_finished()
-
-
-def _refuse_browser_origins(app: Any) -> None:
-    """llama-cpp-python's app allows every origin with credentials, so a web page could read
-    the answers of a server on 127.0.0.1. Only Apus talks to this one: no CORS at all, so
-    browsers keep their same-origin rule."""
-    from starlette.middleware.cors import CORSMiddleware
-
-    app.user_middleware = [item for item in app.user_middleware if item.cls is not CORSMiddleware]
-    app.middleware_stack = None  # built again, without it, on the first request
 
 
 def _gpu_offload() -> bool:

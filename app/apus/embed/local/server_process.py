@@ -37,11 +37,11 @@ _EXIT_GRACE_S = 5.0
 
 # llama.cpp's CPU threads meet at a barrier after every operation, and GNU OpenMP's threads
 # spin 300,000 times there before they sleep. On cores that other programs keep busy, that
-# spinning takes the time slices the late thread needs, so every barrier costs a slice:
-# measured with two busy loops beside EmbeddingGemma, a batch of documents took 17% longer and
-# 20% more CPU, and a one-text query 170-540 ms instead of 75. A few thousand spins still
-# catch a barrier's usual wait (a quiet machine's speed is unchanged); a user's own OpenMP
-# settings win.
+# spinning takes the time slices the late thread needs, so a barrier can cost a whole slice.
+# The shorter the operations, the worse: beside two busy loops a small model used five times
+# the CPU for the same batches, and EmbeddingGemma had rounds where 40 queries took 5.7-21.6 s
+# instead of 2.4-4.1 s. A few thousand spins still catch a barrier's usual wait (a quiet
+# machine's speed is unchanged); a user's own OpenMP settings win.
 OPENMP_SPIN = {"GOMP_SPINCOUNT": "10000"}
 _OPENMP_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 

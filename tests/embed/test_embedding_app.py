@@ -90,7 +90,10 @@ def auth(key: str = KEY) -> dict[str, str]:
 
 def test_embeddings_come_back_in_the_openai_shape(base_url: str, meter: CountingMeter) -> None:
     answer = httpx.post(
-        base_url + EMBEDDINGS_PATH, headers=auth(), json={"input": ["the cat", "a dog"]}
+        base_url + EMBEDDINGS_PATH,
+        headers=auth(),
+        json={"input": ["the cat", "a dog"]},
+        timeout=WAIT_S,
     )
     assert answer.status_code == 200
     body = answer.json()
@@ -105,8 +108,10 @@ def test_embeddings_come_back_in_the_openai_shape(base_url: str, meter: Counting
 def test_every_route_refuses_a_caller_without_the_key(
     base_url: str, gated: GatedModel, headers: dict[str, str]
 ) -> None:
-    embed = httpx.post(base_url + EMBEDDINGS_PATH, headers=headers, json={"input": ["x"]})
-    models = httpx.get(base_url + MODELS_PATH, headers=headers)
+    embed = httpx.post(
+        base_url + EMBEDDINGS_PATH, headers=headers, json={"input": ["x"]}, timeout=WAIT_S
+    )
+    models = httpx.get(base_url + MODELS_PATH, headers=headers, timeout=WAIT_S)
     for answer in (embed, models):
         assert answer.status_code == 401
         assert answer.json()["error"]["message"] == "Invalid API key"
@@ -119,7 +124,7 @@ def test_every_route_refuses_a_caller_without_the_key(
 def test_a_malformed_request_is_told_what_is_wrong(
     base_url: str, gated: GatedModel, body: bytes
 ) -> None:
-    answer = httpx.post(base_url + EMBEDDINGS_PATH, headers=auth(), content=body)
+    answer = httpx.post(base_url + EMBEDDINGS_PATH, headers=auth(), content=body, timeout=WAIT_S)
     assert answer.status_code == 400
     assert "input" in answer.json()["error"]["message"] or "JSON" in answer.text
     assert not gated.entered.is_set()
@@ -161,8 +166,10 @@ def test_a_failing_model_is_a_clear_error_not_a_dead_server(
         raise ValueError("llama_decode returned -3")
 
     monkeypatch.setattr(gated, "create_embedding", broken)
-    answer = httpx.post(base_url + EMBEDDINGS_PATH, headers=auth(), json={"input": ["x"]})
+    answer = httpx.post(
+        base_url + EMBEDDINGS_PATH, headers=auth(), json={"input": ["x"]}, timeout=WAIT_S
+    )
     assert answer.status_code == 500
     assert "llama_decode returned -3" in answer.json()["error"]["message"]
     assert (meter.started, meter.finished) == (1, 1)
-    assert httpx.get(base_url + MODELS_PATH, headers=auth()).status_code == 200
+    assert httpx.get(base_url + MODELS_PATH, headers=auth(), timeout=WAIT_S).status_code == 200

@@ -42,6 +42,10 @@ from apus.relaunch import own_command
 log = logging.getLogger(__name__)
 
 _ATTACH_PROBE_TIMEOUT_S = 3.0
+# What the server answers and how it is probed. Part of the key, so an Apus from before a
+# change of it (left running through an upgrade) never shares a server with one after it:
+# each would take the other's server for a hung one and stop it.
+_SERVER_PROTOCOL = "embedding_app/1"
 # A server that crashed or failed to start is started again after 1 s, 2 s, 4 s... up to 30 s.
 RESTART_BACKOFF = Backoff(first=1.0, longest=30.0)
 _LOG_TAIL_LINES = 15
@@ -69,6 +73,7 @@ class ServerSpec:
     def key(self) -> str:
         """Processes with the same key share one server."""
         parts = [
+            _SERVER_PROTOCOL,
             str(self.model_path.resolve()),
             self.model_sha256,
             str(self.context),

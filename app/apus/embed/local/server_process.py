@@ -40,7 +40,7 @@ _EXIT_GRACE_S = 5.0
 # spinning takes the time slices the late thread needs, so a barrier can cost a whole slice.
 # The shorter the operations, the worse: beside two busy loops a small model used five times
 # the CPU for the same batches, and EmbeddingGemma had rounds where 40 queries took 5.7-21.6 s
-# instead of 2.4-4.1 s. A few thousand spins still catch a barrier's usual wait (a quiet
+# instead of 2.3-4.1 s. A few thousand spins still catch a barrier's usual wait (a quiet
 # machine's speed is unchanged); a user's own OpenMP settings win.
 OPENMP_SPIN = {"GOMP_SPINCOUNT": "10000"}
 _OPENMP_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")

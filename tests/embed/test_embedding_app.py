@@ -4,6 +4,7 @@ never keeps the liveness probe waiting."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,19 +70,16 @@ def meter() -> CountingMeter:
 @pytest.fixture
 def base_url(gated: GatedModel, meter: CountingMeter) -> Iterator[str]:
     app = create_app(gated, alias="tiny.gguf", api_key=KEY, meter=meter)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    # The socket listens before uvicorn runs: a request made at once waits in its backlog
+    # until uvicorn takes it, so nothing has to wait for the server to say it started.
+    listener = socket.create_server(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
-    ready = threading.Event()
-    # uvicorn says it listens through `started`; ask again whenever the loop yields
-    while not server.started and thread.is_alive():
-        ready.wait(0.01)
-    assert server.started, "uvicorn did not start"
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
     server.should_exit = True
     thread.join(WAIT_S)
+    listener.close()
 
 
 def auth(key: str = KEY) -> dict[str, str]:

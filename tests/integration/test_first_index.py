@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from apus.index.keyword import KeywordIndex
 from apus.index.store import Store
@@ -149,3 +150,39 @@ def test_time_words_in_a_cli_query_become_dates(tmp_path: Path) -> None:
     assert "timeWindow" not in literal and literal["query"] == "tent last week"
     given = run_json(*args, "--since", "2026-10-01", "tent last week", env=env)
     assert "timeWindow" not in given
+
+
+def test_a_sync_that_only_looks_for_changes_is_not_indexing(tmp_path: Path) -> None:
+    """Another process's sync scanning the vault says "still indexing" over a first index
+    only: over an index a finished sync left complete (a second server starting, a one-shot
+    `apus memory index`), looking for changes builds nothing, and every note is found."""
+    vault = tmp_path / "vault"
+    for i in range(3):
+        write_note(vault, f"notes/n{i}.md", f"# Note {i}\n\nA wren, marker{i}.\n")
+    keyword_search = ("--vault", vault, "memory", "search", "--json", "--mode", "keyword", "wren")
+
+    def held_at_scan(hold: Hold) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A search's and the status's answers while an index run stands at its scan."""
+        proc = _start_index(vault, hold, "scan:0")
+        try:
+            hold.wait_held(proc=proc)
+            answers = (
+                run_json(*keyword_search),
+                run_json("--vault", vault, "memory", "status", "--json"),
+            )
+            hold.release()
+            _, stderr = proc.communicate(timeout=300)
+            assert proc.returncode == 0, stderr
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        return answers
+
+    first, first_status = held_at_scan(Hold(tmp_path / "first"))
+    assert first["indexing"]["phase"] == "Scanning notes" and not first["results"]
+    assert "being built by another Apus process (Scanning notes" in first_status["keyword"]
+
+    again, again_status = held_at_scan(Hold(tmp_path / "again"))
+    assert "indexing" not in again and len(again["results"]) == 3
+    assert "another Apus process" not in again_status["keyword"]

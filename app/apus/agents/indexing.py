@@ -25,8 +25,6 @@ from apus.memory.sync_queue import SyncFinished, SyncProgressed, SyncStarted
 # What a sync is doing before it reads anything: queued, waiting for the writer lock, or
 # scanning the notes for what changed.
 STARTING = "Starting"
-# Phases that only look for changes: over a complete index, nothing is being built yet.
-_LOOKING = frozenset({"scan", "sessions"})
 
 
 class IndexingWatch:
@@ -46,10 +44,11 @@ class IndexingWatch:
         with self._lock:
             progress, syncing = self._progress, self._syncing
         if not syncing and not self._queued():
-            # Not this server's sync: maybe `apus memory index` reads the notes elsewhere.
+            # Not this server's sync: maybe `apus memory index` (or another server) reads the
+            # notes elsewhere; the session leaves out one that only looks for changes.
             return _answer(self._memory.reading(other_than=os.getpid()))
         complete = self._index_complete()
-        if progress is None or progress.phase in _LOOKING:
+        if progress is None or progress.looking:
             return None if complete else _starting(progress)
         return _answer(progress)
 

@@ -18,6 +18,9 @@ PHASE_LABELS: dict[str, str] = {
     "keyword": "Building keyword index",
     "embed": "Embedding passages",
 }
+# Phases that only look for changes (or for transcripts to read): over an index a finished
+# sync left complete, nothing is being built yet, so nobody is told "still indexing".
+LOOKING_PHASES = frozenset({"scan", "sessions"})
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,11 @@ class SyncProgress:
     @property
     def label(self) -> str:
         return PHASE_LABELS.get(self.phase, self.phase)
+
+    @property
+    def looking(self) -> bool:
+        """Whether the sync only looks for what changed so far (it builds nothing yet)."""
+        return self.phase in LOOKING_PHASES
 
 
 ProgressCallback = Callable[[SyncProgress], None]

@@ -440,10 +440,14 @@ class Memory:
     def reading(self, *, other_than: int | None = None) -> SyncProgress | None:
         """How far a sync (this session's or another process's; not process `other_than`'s)
         has read the notes, while it still reads them: searches until then cover only the
-        notes read so far."""
+        notes read so far. A sync that only looks for changes over an index a finished sync
+        left complete reads nothing yet (another server's start-up sync, above all): None."""
         from apus.indexing.reading_progress import reading_progress
 
-        return reading_progress(self.index_dir, other_than=other_than)
+        progress = reading_progress(self.index_dir, other_than=other_than)
+        if progress is not None and progress.looking and self.index_complete():
+            return None
+        return progress
 
     def _vault_read(self) -> bool:
         """Whether a sync has read the whole vault into this index (the store says when one

@@ -15,8 +15,8 @@ from typing import Any
 from apus.index.keyword import KeywordIndex
 from apus.index.store import Store
 from apus.indexing.reading_progress import FILE_NAME
-from support.holds import Hold
-from support.vaults import APUS, cli_env, index_vault, make_settings, run_apus, run_json, write_note
+from support.holds import Hold, held_index, start_held_index
+from support.vaults import cli_env, index_vault, make_settings, run_apus, run_json, write_note
 
 NOTES = 1500  # three batches of 500
 
@@ -27,16 +27,6 @@ def _vault(root: Path) -> Path:
             root, f"n{i // 100:02d}/note-{i:04d}.md", f"# Note {i}\n\nA wren, marker{i:04d}.\n"
         )
     return root
-
-
-def _start_index(vault: Path, hold: Hold, at: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*APUS, "--vault", str(vault), "memory", "index"],
-        env=cli_env(**hold.env(at)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def _stored_paths(index_dir: Path) -> list[str]:
@@ -54,9 +44,7 @@ def test_keyword_search_answers_from_the_first_batch_of_a_first_index(tmp_path: 
     vault = _vault(tmp_path / "vault")
     index_dir = make_settings(vault).index_dir()
     hold = Hold(tmp_path / "hold")
-    proc = _start_index(vault, hold, "index:500")  # the first batch is committed there
-    try:
-        hold.wait_held(proc=proc)
+    with held_index(vault, hold, "index:500"):  # the first batch is committed there
         stored = _stored_paths(index_dir)
         assert len(stored) == 500
         first = stored[0]
@@ -77,13 +65,6 @@ def test_keyword_search_answers_from_the_first_batch_of_a_first_index(tmp_path: 
         assert "No matches" in missing.stdout
         assert "Still indexing: Reading notes 500 of 1,500" in missing.stderr
         assert "read so far" in missing.stderr
-        hold.release()
-        _, stderr = proc.communicate(timeout=300)
-        assert proc.returncode == 0, stderr
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     # Whole: every note is found, nothing says "indexing", the progress file is gone.
     done = run_json("--vault", vault, "memory", "search", "--json", "--mode", "keyword", "wren")
     assert "indexing" not in done
@@ -106,7 +87,7 @@ def test_a_killed_first_index_is_not_reported_as_still_running(tmp_path: Path) -
     vault = _vault(tmp_path / "vault")
     index_dir = make_settings(vault).index_dir()
     hold = Hold(tmp_path / "hold")
-    hold.kill_held(_start_index(vault, hold, "index:500"))
+    hold.kill_held(start_held_index(vault, hold, "index:500"))
     assert (index_dir / FILE_NAME).exists()  # left behind by the killed process
     found = run_json("--vault", vault, "memory", "search", "--json", "--mode", "keyword", "wren")
     assert found["results"] and "indexing" not in found
@@ -163,20 +144,11 @@ def test_a_sync_that_only_looks_for_changes_is_not_indexing(tmp_path: Path) -> N
 
     def held_at_scan(hold: Hold) -> tuple[dict[str, Any], dict[str, Any]]:
         """A search's and the status's answers while an index run stands at its scan."""
-        proc = _start_index(vault, hold, "scan:0")
-        try:
-            hold.wait_held(proc=proc)
+        with held_index(vault, hold, "scan:0"):
             answers = (
                 run_json(*keyword_search),
                 run_json("--vault", vault, "memory", "status", "--json"),
             )
-            hold.release()
-            _, stderr = proc.communicate(timeout=300)
-            assert proc.returncode == 0, stderr
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
         return answers
 
     first, first_status = held_at_scan(Hold(tmp_path / "first"))

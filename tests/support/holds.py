@@ -10,11 +10,13 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from apus.indexing.holds import AT_ENV, FOLDER_ENV
+from support.vaults import APUS, cli_env
 
 # Only a guard against a hang (the sync waits for the test, not for a clock): generous.
 PATIENCE_S = 300.0
@@ -88,3 +90,31 @@ class Hold:
         staged = self.folder / "go.new"
         staged.write_text(str(through), encoding="utf-8")
         staged.replace(self.folder / "go")
+
+
+def start_held_index(vault: Path, hold: Hold, at: str) -> subprocess.Popen[str]:
+    """`apus --vault VAULT memory index` in its own process, to stop at point `at`."""
+    return subprocess.Popen(
+        [*APUS, "--vault", str(vault), "memory", "index"],
+        env=cli_env(**hold.env(at)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@contextmanager
+def held_index(vault: Path, hold: Hold, at: str) -> Iterator[subprocess.Popen[str]]:
+    """`apus memory index` of `vault` standing at point `at` while the body acts; then let
+    go, and held to a clean end (killed instead when the body failed)."""
+    proc = start_held_index(vault, hold, at)
+    try:
+        hold.wait_held(proc=proc)
+        yield proc
+        hold.release()
+        _, stderr = proc.communicate(timeout=PATIENCE_S)
+        assert proc.returncode == 0, stderr
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
